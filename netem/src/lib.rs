@@ -1,0 +1,10 @@
+//! Link emulation with tc-netem's meaning.
+//!
+//! `params` and `units` are the shared vocabulary; `kernel` writes tc-netem commands for kernels
+//! that have `sch_netem`; `shaper` is the sans-IO model of one netem queue that the userspace
+//! backend (`nfqueue` + `daemon`, the `cdnlab-shaper` binary) drives on kernels that lack it.
+
+pub mod params;
+pub mod units;
+
+pub use params::{Distribution, Impairments, ImpairmentsChange, DEFAULT_LIMIT};

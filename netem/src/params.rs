@@ -1,0 +1,155 @@
+//! One direction of a link: the impairments tc-netem would apply on that egress.
+
+use crate::units::{format_duration_ns, format_percent, format_rate_bps};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// tc-netem's default queue limit, in packets.
+pub const DEFAULT_LIMIT: u32 = 1000;
+
+/// The delay distribution for jitter, as `tc qdisc ... netem delay D J distribution X` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    Uniform,
+    Normal,
+    Pareto,
+    Paretonormal,
+}
+
+impl Distribution {
+    pub const ALL: [Distribution; 4] = [
+        Distribution::Uniform,
+        Distribution::Normal,
+        Distribution::Pareto,
+        Distribution::Paretonormal,
+    ];
+
+    /// The name tc uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Distribution::Uniform => "uniform",
+            Distribution::Normal => "normal",
+            Distribution::Pareto => "pareto",
+            Distribution::Paretonormal => "paretonormal",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Distribution> {
+        Distribution::ALL.into_iter().find(|d| d.name() == name)
+    }
+}
+
+/// The impairments of one link direction, with tc-netem's meaning: egress delay with jitter
+/// (and its correlation and distribution), random loss (and its correlation), a rate, and a
+/// queue limit in packets. Probabilities and correlations are in [0, 1].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Impairments {
+    pub delay_ns: u64,
+    pub jitter_ns: u64,
+    pub delay_correlation: f64,
+    /// `None` is tc's default when jitter is given without a distribution.
+    pub distribution: Option<Distribution>,
+    pub loss: f64,
+    pub loss_correlation: f64,
+    /// Bits per second; `None` is unlimited.
+    pub rate_bps: Option<u64>,
+    pub limit: u32,
+}
+
+impl Default for Impairments {
+    fn default() -> Self {
+        Impairments {
+            delay_ns: 0,
+            jitter_ns: 0,
+            delay_correlation: 0.0,
+            distribution: None,
+            loss: 0.0,
+            loss_correlation: 0.0,
+            rate_bps: None,
+            limit: DEFAULT_LIMIT,
+        }
+    }
+}
+
+impl Impairments {
+    /// True when the direction has nothing to emulate (a plain veth is enough).
+    pub fn is_none(&self) -> bool {
+        self.delay_ns == 0 && self.jitter_ns == 0 && self.loss == 0.0 && self.rate_bps.is_none()
+    }
+}
+
+/// tc-netem's own words for the impairments (`delay 50ms 5ms distribution normal loss 1% rate 5mbit limit 1000`).
+impl fmt::Display for Impairments {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = Vec::new();
+        if self.delay_ns > 0 || self.jitter_ns > 0 {
+            let mut delay = format!("delay {}", format_duration_ns(self.delay_ns));
+            if self.jitter_ns > 0 {
+                delay += &format!(" {}", format_duration_ns(self.jitter_ns));
+                if self.delay_correlation > 0.0 {
+                    delay += &format!(" {}", format_percent(self.delay_correlation));
+                }
+                if let Some(distribution) = self.distribution {
+                    delay += &format!(" distribution {}", distribution.name());
+                }
+            }
+            parts.push(delay);
+        }
+        if self.loss > 0.0 {
+            let mut loss = format!("loss {}", format_percent(self.loss));
+            if self.loss_correlation > 0.0 {
+                loss += &format!(" {}", format_percent(self.loss_correlation));
+            }
+            parts.push(loss);
+        }
+        if let Some(rate) = self.rate_bps {
+            parts.push(format!("rate {}", format_rate_bps(rate)));
+        }
+        if self.limit != DEFAULT_LIMIT {
+            parts.push(format!("limit {}", self.limit));
+        }
+        if parts.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&parts.join(" "))
+        }
+    }
+}
+
+/// A change to some impairments, as `cdnlab link set --delay 80ms` or a timeline event says it:
+/// the fields given replace the current ones, the rest stay.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImpairmentsChange {
+    pub delay_ns: Option<u64>,
+    pub jitter_ns: Option<u64>,
+    pub delay_correlation: Option<f64>,
+    pub distribution: Option<Distribution>,
+    pub loss: Option<f64>,
+    pub loss_correlation: Option<f64>,
+    /// `Some(None)` removes the rate limit.
+    pub rate_bps: Option<Option<u64>>,
+    pub limit: Option<u32>,
+}
+
+impl ImpairmentsChange {
+    /// The impairments after the change.
+    pub fn apply_to(&self, base: &Impairments) -> Impairments {
+        Impairments {
+            delay_ns: self.delay_ns.unwrap_or(base.delay_ns),
+            jitter_ns: self.jitter_ns.unwrap_or(base.jitter_ns),
+            delay_correlation: self.delay_correlation.unwrap_or(base.delay_correlation),
+            distribution: self.distribution.or(base.distribution),
+            loss: self.loss.unwrap_or(base.loss),
+            loss_correlation: self.loss_correlation.unwrap_or(base.loss_correlation),
+            rate_bps: self.rate_bps.unwrap_or(base.rate_bps),
+            limit: self.limit.unwrap_or(base.limit),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == ImpairmentsChange::default()
+    }
+}

@@ -1,0 +1,221 @@
+//! tc's units for time, rate and percentages: `50ms`, `1.5s`, `500us`; `5mbit`, `1gbit`; `0.5%`.
+//!
+//! The topology files and the CLI speak these units, so a value means what it would mean to
+//! `tc qdisc ... netem`. Unlike tc, a bare number is refused: tc reads a bare time as
+//! microseconds and a bare rate as bytes per second, a trap we would rather not set.
+
+use std::fmt;
+
+/// A parse error: what was wrong with the text (the caller adds where it was).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitError(pub String);
+
+impl fmt::Display for UnitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnitError {}
+
+/// Splits `"1.5ms"` into `(1.5, "ms")`; the number must be finite.
+fn split_number(text: &str) -> Result<(f64, &str), UnitError> {
+    let text = text.trim();
+    let end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(end);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| UnitError(format!("`{text}` does not start with a number")))?;
+    if !value.is_finite() {
+        return Err(UnitError(format!("`{text}` is not a finite number")));
+    }
+    Ok((value, unit.trim()))
+}
+
+/// A time in nanoseconds, parsed from tc's time units (`s`, `ms`, `us`, `ns` and their long forms).
+pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
+    let (value, unit) = split_number(text)?;
+    if value < 0.0 {
+        return Err(UnitError(format!("`{}` is negative; a time must be 0 or more", text.trim())));
+    }
+    let scale = match unit.to_ascii_lowercase().as_str() {
+        "s" | "sec" | "secs" => 1e9,
+        "ms" | "msec" | "msecs" => 1e6,
+        "us" | "usec" | "usecs" => 1e3,
+        "ns" | "nsec" | "nsecs" => 1.0,
+        "" if value == 0.0 => 1.0,
+        "" => {
+            return Err(UnitError(format!(
+                "`{}` has no unit; write it as e.g. `50ms`, `1.5s` or `500us`",
+                text.trim()
+            )))
+        }
+        other => {
+            return Err(UnitError(format!(
+                "`{}`: unknown time unit `{other}` (use s, ms, us or ns)",
+                text.trim()
+            )))
+        }
+    };
+    let ns = (value * scale).round();
+    if ns > u64::MAX as f64 / 2.0 {
+        return Err(UnitError(format!("`{}` is too long a time", text.trim())));
+    }
+    Ok(ns as u64)
+}
+
+/// A rate in bits per second, parsed from tc's rate units: `bit`, `kbit`, `mbit`, `gbit`, `tbit`
+/// (powers of 1000), `kibit`… (powers of 1024), and `bps`, `kbps`, `mbps`, `gbps`, `tbps`
+/// (bytes per second, as tc reads them).
+pub fn parse_rate_bps(text: &str) -> Result<u64, UnitError> {
+    let (value, unit) = split_number(text)?;
+    if value < 0.0 {
+        return Err(UnitError(format!("`{}` is negative; a rate must be above 0", text.trim())));
+    }
+    let scale = match unit.to_ascii_lowercase().as_str() {
+        "bit" => 1.0,
+        "kbit" => 1e3,
+        "mbit" => 1e6,
+        "gbit" => 1e9,
+        "tbit" => 1e12,
+        "kibit" => 1024.0,
+        "mibit" => 1024.0 * 1024.0,
+        "gibit" => 1024.0 * 1024.0 * 1024.0,
+        "tibit" => 1024.0f64.powi(4),
+        "bps" => 8.0,
+        "kbps" => 8e3,
+        "mbps" => 8e6,
+        "gbps" => 8e9,
+        "tbps" => 8e12,
+        "" => {
+            return Err(UnitError(format!(
+                "`{}` has no unit; write it as e.g. `5mbit`, `100mbit` or `1gbit`",
+                text.trim()
+            )))
+        }
+        other => {
+            return Err(UnitError(format!(
+                "`{}`: unknown rate unit `{other}` (use bit, kbit, mbit, gbit, or bps, kbps, mbps, gbps)",
+                text.trim()
+            )))
+        }
+    };
+    let bps = (value * scale).round();
+    if bps < 1.0 {
+        return Err(UnitError(format!("`{}`: a rate must be above 0", text.trim())));
+    }
+    if bps > u64::MAX as f64 / 2.0 {
+        return Err(UnitError(format!("`{}` is too high a rate", text.trim())));
+    }
+    Ok(bps as u64)
+}
+
+/// A probability in [0, 1], parsed from a percentage such as `0.5%` (tc's notation).
+pub fn parse_percent(text: &str) -> Result<f64, UnitError> {
+    let (value, unit) = split_number(text)?;
+    if unit != "%" {
+        return Err(UnitError(format!(
+            "`{}` is not a percentage; write it as e.g. `0.5%`",
+            text.trim()
+        )));
+    }
+    if !(0.0..=100.0).contains(&value) {
+        return Err(UnitError(format!(
+            "`{}` is outside 0% to 100%",
+            text.trim()
+        )));
+    }
+    Ok(value / 100.0)
+}
+
+/// Writes a time in nanoseconds the way tc would accept it back (`50ms`, `1.5s`, `250us`).
+pub fn format_duration_ns(ns: u64) -> String {
+    if ns == 0 {
+        "0ms".to_string()
+    } else if ns % 1_000_000_000 == 0 {
+        format!("{}s", ns / 1_000_000_000)
+    } else if ns >= 1_000_000_000 {
+        format!("{}s", trim_float(ns as f64 / 1e9))
+    } else if ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns >= 1_000_000 {
+        format!("{}ms", trim_float(ns as f64 / 1e6))
+    } else if ns % 1_000 == 0 {
+        format!("{}us", ns / 1_000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+/// Writes a rate in bits per second the way tc would accept it back (`5mbit`, `1.5gbit`, `64kbit`).
+pub fn format_rate_bps(bps: u64) -> String {
+    for (scale, unit) in [(1e12, "tbit"), (1e9, "gbit"), (1e6, "mbit"), (1e3, "kbit")] {
+        if bps as f64 >= scale {
+            return format!("{}{unit}", trim_float(bps as f64 / scale));
+        }
+    }
+    format!("{bps}bit")
+}
+
+/// Writes a probability in [0, 1] as a percentage (`0.5%`).
+pub fn format_percent(probability: f64) -> String {
+    format!("{}%", trim_float(probability * 100.0))
+}
+
+/// Up to six decimals, without trailing zeros.
+fn trim_float(value: f64) -> String {
+    let text = format!("{value:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_follow_tc_units() {
+        assert_eq!(parse_duration_ns("50ms"), Ok(50_000_000));
+        assert_eq!(parse_duration_ns("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration_ns("500us"), Ok(500_000));
+        assert_eq!(parse_duration_ns("2 msec"), Ok(2_000_000));
+        assert_eq!(parse_duration_ns("0"), Ok(0));
+        assert!(parse_duration_ns("50").unwrap_err().0.contains("no unit"));
+        assert!(parse_duration_ns("-5ms").unwrap_err().0.contains("negative"));
+        assert!(parse_duration_ns("5 parsecs").unwrap_err().0.contains("unknown time unit"));
+        assert!(parse_duration_ns("fast").unwrap_err().0.contains("number"));
+    }
+
+    #[test]
+    fn rates_follow_tc_units() {
+        assert_eq!(parse_rate_bps("5mbit"), Ok(5_000_000));
+        assert_eq!(parse_rate_bps("1gbit"), Ok(1_000_000_000));
+        assert_eq!(parse_rate_bps("1.5Mbit"), Ok(1_500_000));
+        assert_eq!(parse_rate_bps("1kibit"), Ok(1024));
+        assert_eq!(parse_rate_bps("1mbps"), Ok(8_000_000));
+        assert!(parse_rate_bps("0mbit").unwrap_err().0.contains("above 0"));
+        assert!(parse_rate_bps("100").unwrap_err().0.contains("no unit"));
+        assert!(parse_rate_bps("-1mbit").unwrap_err().0.contains("negative"));
+    }
+
+    #[test]
+    fn percentages_are_bounded() {
+        assert_eq!(parse_percent("0.5%"), Ok(0.005));
+        assert_eq!(parse_percent("100%"), Ok(1.0));
+        assert!(parse_percent("101%").unwrap_err().0.contains("outside"));
+        assert!(parse_percent("0.5").unwrap_err().0.contains("not a percentage"));
+    }
+
+    #[test]
+    fn formatting_round_trips() {
+        for ns in [0, 1_000, 500_000, 1_500_000, 50_000_000, 1_500_000_000, 2_000_000_000] {
+            assert_eq!(parse_duration_ns(&format_duration_ns(ns)), Ok(ns));
+        }
+        for bps in [1_000, 64_000, 5_000_000, 1_500_000_000] {
+            assert_eq!(parse_rate_bps(&format_rate_bps(bps)), Ok(bps));
+        }
+        assert_eq!(format_percent(0.005), "0.5%");
+    }
+}
