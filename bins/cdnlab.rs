@@ -1,1 +1,5 @@
-fn main() {}
+//! The `cdnlab` orchestrator.
+
+fn main() {
+    std::process::exit(cdnlab::cli::main());
+}

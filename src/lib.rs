@@ -3,5 +3,9 @@
 //! `topology` reads scenario files; `lab` builds them out of network namespaces, veth links and
 //! processes; `cli` is the `cdnlab` command.
 
+pub mod cli;
+pub mod lab;
+pub mod probe;
 pub mod roles;
+pub mod run;
 pub mod topology;

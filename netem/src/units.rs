@@ -38,7 +38,10 @@ fn split_number(text: &str) -> Result<(f64, &str), UnitError> {
 pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
     let (value, unit) = split_number(text)?;
     if value < 0.0 {
-        return Err(UnitError(format!("`{}` is negative; a time must be 0 or more", text.trim())));
+        return Err(UnitError(format!(
+            "`{}` is negative; a time must be 0 or more",
+            text.trim()
+        )));
     }
     let scale = match unit.to_ascii_lowercase().as_str() {
         "s" | "sec" | "secs" => 1e9,
@@ -72,7 +75,10 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
 pub fn parse_rate_bps(text: &str) -> Result<u64, UnitError> {
     let (value, unit) = split_number(text)?;
     if value < 0.0 {
-        return Err(UnitError(format!("`{}` is negative; a rate must be above 0", text.trim())));
+        return Err(UnitError(format!(
+            "`{}` is negative; a rate must be above 0",
+            text.trim()
+        )));
     }
     let scale = match unit.to_ascii_lowercase().as_str() {
         "bit" => 1.0,
@@ -104,7 +110,10 @@ pub fn parse_rate_bps(text: &str) -> Result<u64, UnitError> {
     };
     let bps = (value * scale).round();
     if bps < 1.0 {
-        return Err(UnitError(format!("`{}`: a rate must be above 0", text.trim())));
+        return Err(UnitError(format!(
+            "`{}`: a rate must be above 0",
+            text.trim()
+        )));
     }
     if bps > u64::MAX as f64 / 2.0 {
         return Err(UnitError(format!("`{}` is too high a rate", text.trim())));
@@ -130,45 +139,55 @@ pub fn parse_percent(text: &str) -> Result<f64, UnitError> {
     Ok(value / 100.0)
 }
 
-/// Writes a time in nanoseconds the way tc would accept it back (`50ms`, `1.5s`, `250us`).
+/// Writes a time in nanoseconds the way tc would accept it back (`50ms`, `1.5s`, `250us`),
+/// exactly: the largest unit that is not above the value, with as many decimals as it takes.
 pub fn format_duration_ns(ns: u64) -> String {
     if ns == 0 {
-        "0ms".to_string()
-    } else if ns % 1_000_000_000 == 0 {
-        format!("{}s", ns / 1_000_000_000)
-    } else if ns >= 1_000_000_000 {
-        format!("{}s", trim_float(ns as f64 / 1e9))
-    } else if ns % 1_000_000 == 0 {
-        format!("{}ms", ns / 1_000_000)
-    } else if ns >= 1_000_000 {
-        format!("{}ms", trim_float(ns as f64 / 1e6))
-    } else if ns % 1_000 == 0 {
-        format!("{}us", ns / 1_000)
-    } else {
-        format!("{ns}ns")
+        return "0ms".to_string();
     }
+    let (scale, unit) = [
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ]
+    .into_iter()
+    .find(|(scale, _)| ns >= *scale)
+    .unwrap_or((1, "ns"));
+    format!("{}{unit}", exact_decimal(ns, scale))
+}
+
+/// `value / scale` written exactly in decimal (`scale` a power of ten).
+fn exact_decimal(value: u64, scale: u64) -> String {
+    let whole = value / scale;
+    let fraction = value % scale;
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let digits = scale.ilog10() as usize;
+    let fraction = format!("{fraction:0digits$}");
+    format!("{whole}.{}", fraction.trim_end_matches('0'))
 }
 
 /// Writes a rate in bits per second the way tc would accept it back (`5mbit`, `1.5gbit`, `64kbit`).
 pub fn format_rate_bps(bps: u64) -> String {
-    for (scale, unit) in [(1e12, "tbit"), (1e9, "gbit"), (1e6, "mbit"), (1e3, "kbit")] {
-        if bps as f64 >= scale {
-            return format!("{}{unit}", trim_float(bps as f64 / scale));
-        }
-    }
-    format!("{bps}bit")
+    let (scale, unit) = [
+        (1_000_000_000_000, "tbit"),
+        (1_000_000_000, "gbit"),
+        (1_000_000, "mbit"),
+        (1_000, "kbit"),
+    ]
+    .into_iter()
+    .find(|(scale, _)| bps >= *scale)
+    .unwrap_or((1, "bit"));
+    format!("{}{unit}", exact_decimal(bps, scale))
 }
 
-/// Writes a probability in [0, 1] as a percentage (`0.5%`).
+/// Writes a probability in [0, 1] as a percentage (`0.5%`), to nine decimals of a percent
+/// (finer than the kernel's 32-bit probabilities), without trailing zeros.
 pub fn format_percent(probability: f64) -> String {
-    format!("{}%", trim_float(probability * 100.0))
-}
-
-/// Up to six decimals, without trailing zeros.
-fn trim_float(value: f64) -> String {
-    let text = format!("{value:.6}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    text.to_string()
+    let percent = (probability * 100.0 * 1e9).round() / 1e9;
+    format!("{percent}%")
 }
 
 #[cfg(test)]
@@ -183,8 +202,14 @@ mod tests {
         assert_eq!(parse_duration_ns("2 msec"), Ok(2_000_000));
         assert_eq!(parse_duration_ns("0"), Ok(0));
         assert!(parse_duration_ns("50").unwrap_err().0.contains("no unit"));
-        assert!(parse_duration_ns("-5ms").unwrap_err().0.contains("negative"));
-        assert!(parse_duration_ns("5 parsecs").unwrap_err().0.contains("unknown time unit"));
+        assert!(parse_duration_ns("-5ms")
+            .unwrap_err()
+            .0
+            .contains("negative"));
+        assert!(parse_duration_ns("5 parsecs")
+            .unwrap_err()
+            .0
+            .contains("unknown time unit"));
         assert!(parse_duration_ns("fast").unwrap_err().0.contains("number"));
     }
 
@@ -205,15 +230,27 @@ mod tests {
         assert_eq!(parse_percent("0.5%"), Ok(0.005));
         assert_eq!(parse_percent("100%"), Ok(1.0));
         assert!(parse_percent("101%").unwrap_err().0.contains("outside"));
-        assert!(parse_percent("0.5").unwrap_err().0.contains("not a percentage"));
+        assert!(parse_percent("0.5")
+            .unwrap_err()
+            .0
+            .contains("not a percentage"));
     }
 
     #[test]
     fn formatting_round_trips() {
-        for ns in [0, 1_000, 500_000, 1_500_000, 50_000_000, 1_500_000_000, 2_000_000_000] {
+        for ns in [
+            0,
+            1,
+            1_000,
+            500_000,
+            1_500_000,
+            50_000_000,
+            1_500_000_000,
+            1_000_000_001,
+        ] {
             assert_eq!(parse_duration_ns(&format_duration_ns(ns)), Ok(ns));
         }
-        for bps in [1_000, 64_000, 5_000_000, 1_500_000_000] {
+        for bps in [1, 1_000, 64_000, 5_000_000, 1_500_000_000, 1_000_000_001] {
             assert_eq!(parse_rate_bps(&format_rate_bps(bps)), Ok(bps));
         }
         assert_eq!(format_percent(0.005), "0.5%");

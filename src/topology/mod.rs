@@ -1,5 +1,31 @@
 //! Topology files: parsing, validation, addressing and routing.
+//!
+//! `load`/`parse` turn a file (see `topologies/README.md`) into a `model::Topology`, or into a
+//! `TopologyError` listing every problem with its `FILE:LINE:COL`. `ChangeFlags` (and
+//! `change_from_flags` beneath it) is the same impairment conversion for the command line.
 
+mod addressing;
+mod error;
+mod flags;
+mod graph;
+mod impairments;
 pub mod model;
+mod names;
+mod nodes;
+mod parse;
+mod reader;
+mod routes;
+mod segments;
+mod timeline;
+mod vars;
 
+#[cfg(test)]
+mod tests;
+
+pub use addressing::hosts_entries;
+pub use error::{Problem, Span, TopologyError};
+pub use flags::ChangeFlags;
+pub use impairments::{change_from_flags, parse_change, ImpairmentFields, IMPAIRMENT_KEYS};
 pub use model::*;
+pub use parse::{load, parse, LoadOptions};
+pub use vars::parse_set;

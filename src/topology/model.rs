@@ -118,6 +118,10 @@ pub enum TimelineAction {
         from: Vec<NodeId>,
         change: ImpairmentsChange,
     },
-    StopNode { node: NodeId },
-    StartNode { node: NodeId },
+    StopNode {
+        node: NodeId,
+    },
+    StartNode {
+        node: NodeId,
+    },
 }

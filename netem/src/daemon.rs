@@ -1,0 +1,702 @@
+//! The shaper daemon: the userspace link backend's event loop.
+//!
+//! For each link direction A→B the orchestrator sends B's ingress traffic to an NFQUEUE inside
+//! B's namespace (`iptables-legacy -t raw -A PREROUTING -i <B's interface> -j NFQUEUE
+//! --queue-num N`). Hooking at the receiver's ingress matters: there the skb has been orphaned
+//! (`ip_rcv_core()`), so holding it does not count against the sender's TCP Small Queues budget;
+//! held at the sender's POSTROUTING instead, one TCP flow with 20 ms of delay fell to 2.3 Mbit/s.
+//!
+//! One single-threaded daemon serves every queue of a lab: epoll over one netlink socket per
+//! namespace, an absolute CLOCK_MONOTONIC timerfd for the next departure, the control socket and
+//! its connections. Each packet is asked of its queue's [`LinkShaper`] on arrival; drops and
+//! packets already due get their verdict at once, the rest wait in a heap, and at each wake-up
+//! every due verdict goes out in one `sendto` per socket.
+
+use crate::daemon_control::check_impairments;
+pub use crate::daemon_control::{
+    parse_request, request, DaemonStatus, QueueStats, QueueStatus, Request, Response,
+};
+use crate::daemon_schedule::{Held, Schedule, WakeupLead};
+pub use crate::daemon_schedule::{Lateness, LATENESS_BOUNDS_NS};
+use crate::daemon_sys::{monotonic_ns, set_timer_slack_ns, Epoll, Timer};
+pub use crate::daemon_sys::{StopSignals, Stopper};
+use crate::nfqueue::{NfQueueSocket, Packet, QueueConfig, Verdict as NfVerdict};
+use crate::params::Impairments;
+use crate::shaper::{LinkShaper, Verdict};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+const TOKEN_TIMER: u64 = 0;
+const TOKEN_STOP: u64 = 1;
+const TOKEN_SIGNALS: u64 = 2;
+const TOKEN_LISTENER: u64 = 3;
+const TOKEN_SOCKET: u64 = 1 << 32;
+const TOKEN_CONNECTION: u64 = 2 << 32;
+const TOKEN_INDEX_MASK: u64 = (1 << 32) - 1;
+
+/// A control request line longer than this is refused (and its connection closed).
+const MAX_REQUEST_BYTES: usize = 1 << 20;
+
+/// The daemon's configuration file (`cdnlab-shaper --config FILE`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// Created once every queue is bound, so a connectable socket means the daemon is ready.
+    pub control_socket: PathBuf,
+    pub queues: Vec<QueueSpec>,
+    /// A wake-up also releases the packets due within this many ns after it, so packets whose
+    /// departures are close share one wake-up. Each wake-up costs CPU (in a VM, reprogramming
+    /// the timer alone costs ~20 µs) and arrives some tens of µs late; the window trades a
+    /// packet leaving up to this much early for fewer wake-ups. 0: every departure time gets
+    /// its own wake-up.
+    #[serde(default = "default_release_window_ns")]
+    pub release_window_ns: u64,
+}
+
+fn default_release_window_ns() -> u64 {
+    DEFAULT_RELEASE_WINDOW_NS
+}
+
+/// See [`DaemonConfig::release_window_ns`].
+pub const DEFAULT_RELEASE_WINDOW_NS: u64 = 50_000;
+
+/// One link direction: an NFQUEUE in a namespace, and its impairments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    /// The name the control protocol uses, e.g. `router/eth0`.
+    pub id: String,
+    /// The namespace (e.g. `/run/netns/cl-LAB-router`); none is the daemon's own.
+    #[serde(default)]
+    pub netns: Option<PathBuf>,
+    pub queue_num: u16,
+    #[serde(default)]
+    pub impairments: Impairments,
+    /// Seeds the shaper's random decisions (loss, jitter), so a run is reproducible.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl DaemonConfig {
+    /// Parses and checks a configuration; the error names the problem.
+    pub fn parse(text: &str) -> Result<DaemonConfig, String> {
+        let config: DaemonConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Reads, parses and checks a configuration file; the error names the file.
+    pub fn from_file(path: &Path) -> io::Result<DaemonConfig> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
+        })?;
+        DaemonConfig::parse(&text).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", path.display()),
+            )
+        })
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for (i, queue) in self.queues.iter().enumerate() {
+            let earlier = &self.queues[..i];
+            if earlier.iter().any(|q| q.id == queue.id) {
+                return Err(format!("queue id `{}` appears twice", queue.id));
+            }
+            if let Some(other) = earlier
+                .iter()
+                .find(|q| q.netns == queue.netns && q.queue_num == queue.queue_num)
+            {
+                return Err(format!(
+                    "queues `{}` and `{}` both use queue number {} in the same namespace",
+                    other.id, queue.id, queue.queue_num
+                ));
+            }
+            check_impairments(&queue.impairments)
+                .map_err(|e| format!("queue `{}`: impairments: {e}", queue.id))?;
+        }
+        Ok(())
+    }
+}
+
+struct QueueState {
+    id: String,
+    queue_num: u16,
+    /// Index into `Daemon::sockets`.
+    socket: usize,
+    shaper: LinkShaper,
+}
+
+struct SocketState {
+    socket: NfQueueSocket,
+    netns: Option<PathBuf>,
+    /// (queue number, index into `Daemon::queues`) of the queues bound to this socket.
+    queues: Vec<(u16, u32)>,
+}
+
+/// A control client: bytes read but not yet a full line, and response bytes not yet written.
+struct Connection {
+    stream: UnixStream,
+    input: Vec<u8>,
+    output: Vec<u8>,
+    /// The peer has finished sending (or broke the protocol): close once `output` is written.
+    closing: bool,
+    watching_writable: bool,
+}
+
+/// A running shaper daemon: see the module documentation.
+pub struct Daemon {
+    queues: Vec<QueueState>,
+    sockets: Vec<SocketState>,
+    schedule: Schedule,
+    status: DaemonStatus,
+    epoll: Epoll,
+    timer: Timer,
+    /// The time the timer is armed for.
+    armed: Option<u64>,
+    lead: WakeupLead,
+    release_window_ns: u64,
+    stopper: Stopper,
+    signals: Option<StopSignals>,
+    listener: UnixListener,
+    control_path: PathBuf,
+    connections: Vec<Option<Connection>>,
+    /// Reused receive buffer, so a steady flow allocates nothing.
+    arrivals: Vec<Packet>,
+}
+
+impl Daemon {
+    /// Binds every queue, then creates the control socket. The queues hold packets from here on
+    /// until [`Daemon::run`] gives their verdicts.
+    pub fn start(config: DaemonConfig) -> io::Result<Daemon> {
+        config
+            .check()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let mut sockets: Vec<SocketState> = Vec::new();
+        let mut queues = Vec::with_capacity(config.queues.len());
+        for spec in config.queues {
+            let socket_index = match sockets.iter().position(|s| s.netns == spec.netns) {
+                Some(i) => i,
+                None => {
+                    let socket = NfQueueSocket::open(spec.netns.as_deref()).map_err(|e| {
+                        io::Error::new(
+                            e.kind(),
+                            format!("queue `{}`: netlink socket: {e}", spec.id),
+                        )
+                    })?;
+                    sockets.push(SocketState {
+                        socket,
+                        netns: spec.netns.clone(),
+                        queues: vec![],
+                    });
+                    sockets.len() - 1
+                }
+            };
+            let state = &mut sockets[socket_index];
+            state
+                .socket
+                .bind_queue(spec.queue_num, &QueueConfig::default())
+                .map_err(|e| io::Error::new(e.kind(), format!("queue `{}`: {e}", spec.id)))?;
+            state.queues.push((spec.queue_num, queues.len() as u32));
+            queues.push(QueueState {
+                id: spec.id,
+                queue_num: spec.queue_num,
+                socket: socket_index,
+                shaper: LinkShaper::new(spec.impairments, spec.seed),
+            });
+        }
+
+        let epoll = Epoll::new()?;
+        let timer = Timer::new()?;
+        let stopper = Stopper::new()?;
+        epoll.add(timer.as_raw_fd(), TOKEN_TIMER)?;
+        epoll.add(stopper.as_raw_fd(), TOKEN_STOP)?;
+        for (i, s) in sockets.iter().enumerate() {
+            epoll.add(s.socket.as_raw_fd(), TOKEN_SOCKET | i as u64)?;
+        }
+        let listener = bind_control_socket(&config.control_socket)?;
+        epoll.add(listener.as_raw_fd(), TOKEN_LISTENER)?;
+        Ok(Daemon {
+            queues,
+            sockets,
+            schedule: Schedule::default(),
+            status: DaemonStatus::default(),
+            epoll,
+            timer,
+            armed: None,
+            lead: WakeupLead::default(),
+            release_window_ns: config.release_window_ns,
+            stopper,
+            signals: None,
+            listener,
+            control_path: config.control_socket,
+            connections: Vec::new(),
+            arrivals: Vec::with_capacity(256),
+        })
+    }
+
+    /// A handle that stops [`Daemon::run`] from another thread.
+    pub fn stopper(&self) -> Stopper {
+        self.stopper.clone()
+    }
+
+    /// Stops [`Daemon::run`] on SIGTERM or SIGINT.
+    pub fn stop_on_signals(&mut self, signals: StopSignals) -> io::Result<()> {
+        self.epoll.add(signals.as_raw_fd(), TOKEN_SIGNALS)?;
+        self.signals = Some(signals);
+        Ok(())
+    }
+
+    /// One line saying what is served, for the log.
+    pub fn describe(&self) -> String {
+        let queues: Vec<String> = self
+            .queues
+            .iter()
+            .map(|q| {
+                let netns = self.sockets[q.socket]
+                    .netns
+                    .as_ref()
+                    .map_or("own namespace".to_string(), |p| p.display().to_string());
+                format!(
+                    "{} (queue {} in {}: {})",
+                    q.id,
+                    q.queue_num,
+                    netns,
+                    q.shaper.impairments()
+                )
+            })
+            .collect();
+        format!(
+            "cdnlab-shaper: {} queue(s) bound: {}; control socket {}",
+            self.queues.len(),
+            queues.join(", "),
+            self.control_path.display()
+        )
+    }
+
+    /// Serves until stopped, then unbinds the queues (the kernel drops what they still hold)
+    /// and removes the control socket.
+    pub fn run(mut self) -> io::Result<()> {
+        if let Err(e) = set_timer_slack_ns(1) {
+            eprintln!("cdnlab-shaper: cannot set the timer slack to 1 ns: {e}");
+        }
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
+        'serve: loop {
+            let n = self.epoll.wait(&mut events)?;
+            let mut timer_fired = false;
+            for event in &events[..n] {
+                let token = event.u64;
+                let index = (token & TOKEN_INDEX_MASK) as usize;
+                match token & !TOKEN_INDEX_MASK {
+                    TOKEN_SOCKET => self.receive(index),
+                    TOKEN_CONNECTION => self.serve_connection(index),
+                    _ => match token {
+                        TOKEN_TIMER => timer_fired = true,
+                        TOKEN_STOP | TOKEN_SIGNALS => break 'serve,
+                        TOKEN_LISTENER => self.accept_connections(),
+                        _ => {}
+                    },
+                }
+            }
+            self.release_due(timer_fired)?;
+        }
+        for queue in &self.queues {
+            if let Err(e) = self.sockets[queue.socket]
+                .socket
+                .unbind_queue(queue.queue_num)
+            {
+                eprintln!("cdnlab-shaper: queue `{}`: {e}", queue.id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one batch of packets from socket `index` and decides each one's fate.
+    fn receive(&mut self, index: usize) {
+        let mut arrivals = std::mem::take(&mut self.arrivals);
+        arrivals.clear();
+        let received = self.sockets[index].socket.recv_batch(|p| arrivals.push(p));
+        let now = monotonic_ns();
+        match received {
+            Ok(summary) => {
+                if summary.overrun {
+                    self.status.overruns += 1;
+                    if self.status.overruns.is_power_of_two() {
+                        eprintln!(
+                            "cdnlab-shaper: ENOBUFS on {}: packets were lost before reaching the \
+                             shaper ({} times so far)",
+                            self.netns_name(index),
+                            self.status.overruns
+                        );
+                    }
+                }
+                if summary.request_errors > 0 {
+                    self.status.verdict_errors += u64::from(summary.request_errors);
+                    eprintln!(
+                        "cdnlab-shaper: the kernel refused {} verdict(s) on {}: {}",
+                        summary.request_errors,
+                        self.netns_name(index),
+                        io::Error::from_raw_os_error(summary.last_request_errno)
+                    );
+                }
+            }
+            Err(e) => {
+                self.status.malformed += 1;
+                eprintln!(
+                    "cdnlab-shaper: receiving on {}: {e}",
+                    self.netns_name(index)
+                );
+            }
+        }
+        for packet in &arrivals {
+            self.decide(index, *packet, now);
+        }
+        self.arrivals = arrivals;
+    }
+
+    fn decide(&mut self, socket: usize, packet: Packet, now: u64) {
+        let queue = self.sockets[socket]
+            .queues
+            .iter()
+            .find(|(num, _)| *num == packet.queue_num)
+            .map(|&(_, q)| q);
+        let verdict = match queue {
+            Some(q) => match self.queues[q as usize].shaper.enqueue(now, packet.len) {
+                Verdict::Drop(_) => NfVerdict::Drop,
+                Verdict::SendAt(at) if at <= now => NfVerdict::Accept,
+                Verdict::SendAt(at) => {
+                    self.schedule.push(
+                        at,
+                        Held {
+                            queue: q,
+                            packet_id: packet.id,
+                        },
+                    );
+                    return;
+                }
+            },
+            // Only bound queues deliver to this socket; a stranger is refused, not forwarded
+            // unimpaired.
+            None => NfVerdict::Drop,
+        };
+        self.push_verdict(socket, packet.queue_num, packet.id, verdict);
+    }
+
+    fn push_verdict(&mut self, socket: usize, queue_num: u16, id: u32, verdict: NfVerdict) {
+        if let Err(e) = self.sockets[socket]
+            .socket
+            .push_verdict(queue_num, id, verdict)
+        {
+            eprintln!(
+                "cdnlab-shaper: sending verdicts on {}: {e}",
+                self.netns_name(socket)
+            );
+        }
+    }
+
+    /// Gives every due verdict, sends each socket's verdicts in one batch and re-arms the timer
+    /// for the next departure.
+    fn release_due(&mut self, timer_fired: bool) -> io::Result<()> {
+        let now = monotonic_ns();
+        if timer_fired {
+            if let Some(armed) = self.armed {
+                self.status
+                    .wakeup_lateness
+                    .record(now as i64 - armed as i64);
+                self.lead.record(now.saturating_sub(armed));
+            }
+        }
+        while let Some((at, held)) = self.schedule.pop_due(now + self.release_window_ns) {
+            let queue = &self.queues[held.queue as usize];
+            let (socket, queue_num) = (queue.socket, queue.queue_num);
+            self.push_verdict(socket, queue_num, held.packet_id, NfVerdict::Accept);
+            self.status.verdict_lateness.record(now as i64 - at as i64);
+        }
+        for i in 0..self.sockets.len() {
+            if self.sockets[i].socket.has_pending() {
+                if let Err(e) = self.sockets[i].socket.flush() {
+                    eprintln!(
+                        "cdnlab-shaper: sending verdicts on {}: {e}",
+                        self.netns_name(i)
+                    );
+                }
+            }
+        }
+        let target = self
+            .schedule
+            .next_deadline()
+            .map(|next| self.lead.arm_time(next, now));
+        // Re-arming costs as much as a wake-up; a timer that will fire within the release
+        // window before the wanted time is left as it is (that wake-up releases the packet).
+        // A fired timer stays readable until re-armed, so it is always set again.
+        let covered = match (self.armed, target) {
+            (Some(armed), Some(target)) => {
+                armed <= target && target <= armed + self.release_window_ns
+            }
+            _ => false,
+        };
+        if timer_fired || (target != self.armed && !covered) {
+            self.timer.set(target)?;
+            self.armed = target;
+        }
+        Ok(())
+    }
+
+    fn netns_name(&self, socket: usize) -> String {
+        self.sockets[socket]
+            .netns
+            .as_ref()
+            .map_or("the daemon's namespace".to_string(), |p| {
+                p.display().to_string()
+            })
+    }
+
+    fn accept_connections(&mut self) {
+        loop {
+            let stream = match self.listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    eprintln!("cdnlab-shaper: accepting a control connection: {e}");
+                    return;
+                }
+            };
+            if let Err(e) = stream.set_nonblocking(true) {
+                eprintln!("cdnlab-shaper: control connection: {e}");
+                continue;
+            }
+            let slot = match self.connections.iter().position(Option::is_none) {
+                Some(slot) => slot,
+                None => {
+                    self.connections.push(None);
+                    self.connections.len() - 1
+                }
+            };
+            if let Err(e) = self
+                .epoll
+                .add(stream.as_raw_fd(), TOKEN_CONNECTION | slot as u64)
+            {
+                eprintln!("cdnlab-shaper: control connection: {e}");
+                continue;
+            }
+            self.connections[slot] = Some(Connection {
+                stream,
+                input: Vec::new(),
+                output: Vec::new(),
+                closing: false,
+                watching_writable: false,
+            });
+        }
+    }
+
+    /// Reads what a control client sent, answers each complete line, writes what it can.
+    fn serve_connection(&mut self, slot: usize) {
+        let Some(mut conn) = self.connections.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        let mut buf = [0u8; 4096];
+        while !conn.closing {
+            match conn.stream.read(&mut buf) {
+                Ok(0) => conn.closing = true,
+                Ok(n) => conn.input.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    conn.closing = true;
+                    conn.output.clear();
+                }
+            }
+        }
+        while let Some(end) = conn.input.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = conn.input.drain(..=end).collect();
+            let response = match std::str::from_utf8(&line) {
+                Ok(text) if text.trim().is_empty() => continue,
+                Ok(text) => match parse_request(text) {
+                    Ok(request) => self.handle(request),
+                    Err(e) => Response::error(e),
+                },
+                Err(_) => Response::error("bad request: not UTF-8"),
+            };
+            conn.output.extend_from_slice(response.to_line().as_bytes());
+        }
+        if conn.input.len() > MAX_REQUEST_BYTES {
+            let error = format!("bad request: a line longer than {MAX_REQUEST_BYTES} bytes");
+            conn.output
+                .extend_from_slice(Response::error(error).to_line().as_bytes());
+            conn.input.clear();
+            conn.closing = true;
+        }
+        while !conn.output.is_empty() {
+            match conn.stream.write(&conn.output) {
+                Ok(n) => {
+                    conn.output.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    conn.output.clear();
+                    conn.closing = true;
+                }
+            }
+        }
+        if conn.closing && conn.output.is_empty() {
+            // Dropping the stream closes it, which also removes it from the epoll set.
+            return;
+        }
+        let want_writable = !conn.output.is_empty();
+        if want_writable != conn.watching_writable {
+            let token = TOKEN_CONNECTION | slot as u64;
+            if self
+                .epoll
+                .modify(conn.stream.as_raw_fd(), token, want_writable)
+                .is_err()
+            {
+                return;
+            }
+            conn.watching_writable = want_writable;
+        }
+        self.connections[slot] = Some(conn);
+    }
+
+    /// Answers one control request.
+    fn handle(&mut self, request: Request) -> Response {
+        match request {
+            Request::Ping => Response::ok(),
+            Request::Set { id, impairments } => {
+                if let Err(e) = check_impairments(&impairments) {
+                    return Response::error(format!("queue `{id}`: impairments: {e}"));
+                }
+                match self.queues.iter_mut().find(|q| q.id == id) {
+                    Some(queue) => {
+                        queue.shaper.set(impairments);
+                        Response::ok()
+                    }
+                    None => Response::error(format!(
+                        "unknown queue id `{id}` (this daemon serves: {})",
+                        self.queue_ids()
+                    )),
+                }
+            }
+            Request::Show => {
+                let now = monotonic_ns();
+                let queues = self
+                    .queues
+                    .iter()
+                    .map(|q| QueueStatus {
+                        id: q.id.clone(),
+                        queue_num: q.queue_num,
+                        impairments: q.shaper.impairments().clone(),
+                        stats: q.shaper.stats().into(),
+                        queued: q.shaper.queued(now),
+                    })
+                    .collect();
+                let mut status = self.status.clone();
+                status.held = self.schedule.len();
+                status.wakeup_lead_ns = self.lead.lead_ns();
+                Response {
+                    queues: Some(queues),
+                    daemon: Some(status),
+                    ..Response::ok()
+                }
+            }
+        }
+    }
+
+    fn queue_ids(&self) -> String {
+        let ids: Vec<&str> = self.queues.iter().map(|q| q.id.as_str()).collect();
+        if ids.is_empty() {
+            "no queues".to_string()
+        } else {
+            ids.join(", ")
+        }
+    }
+}
+
+impl Drop for Daemon {
+    /// The control socket file goes with the daemon, however it ends.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.control_path);
+    }
+}
+
+/// Binds the control socket at `path`, replacing a stale file left by a daemon that died but
+/// refusing to take over from one that still answers.
+fn bind_control_socket(path: &Path) -> io::Result<UnixListener> {
+    let with_path =
+        |e: io::Error| io::Error::new(e.kind(), format!("control socket {}: {e}", path.display()));
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(with_path)?;
+    }
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(with_path(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                "another shaper daemon is serving it",
+            )));
+        }
+        std::fs::remove_file(path).map_err(with_path)?;
+    }
+    let listener = UnixListener::bind(path).map_err(with_path)?;
+    listener.set_nonblocking(true).map_err(with_path)?;
+    Ok(listener)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_config() {
+        let config = DaemonConfig::parse(
+            r#"{ "control_socket": "/run/cdnlab/LAB/shaper.sock",
+                 "queues": [ { "id": "router/eth0", "netns": "/run/netns/cl-LAB-router",
+                               "queue_num": 0, "impairments": { "delay_ns": 20000000 },
+                               "seed": 7 } ] }"#,
+        )
+        .unwrap();
+        assert_eq!(
+            config.control_socket,
+            Path::new("/run/cdnlab/LAB/shaper.sock")
+        );
+        let q = &config.queues[0];
+        assert_eq!(q.id, "router/eth0");
+        assert_eq!(
+            q.netns.as_deref(),
+            Some(Path::new("/run/netns/cl-LAB-router"))
+        );
+        assert_eq!(
+            (q.queue_num, q.seed, q.impairments.delay_ns),
+            (0, 7, 20_000_000)
+        );
+    }
+
+    #[test]
+    fn config_errors_name_the_problem() {
+        let queue = |id: &str, num: u16| {
+            format!(r#"{{"id":"{id}","netns":"/run/netns/x","queue_num":{num}}}"#)
+        };
+        let config = |queues: &[String]| {
+            format!(
+                r#"{{"control_socket":"/s","queues":[{}]}}"#,
+                queues.join(",")
+            )
+        };
+        let err = DaemonConfig::parse(&config(&[queue("a", 0), queue("a", 1)])).unwrap_err();
+        assert!(err.contains("`a` appears twice"), "{err}");
+        let err = DaemonConfig::parse(&config(&[queue("a", 3), queue("b", 3)])).unwrap_err();
+        assert!(err.contains("`a` and `b` both use queue number 3"), "{err}");
+        assert!(DaemonConfig::parse(&config(&[queue("a", 3), queue("b", 4)])).is_ok());
+        let err =
+            DaemonConfig::parse(r#"{"control_socket":"/s","queues":[],"extra":1}"#).unwrap_err();
+        assert!(err.contains("unknown field `extra`"), "{err}");
+        let err = DaemonConfig::parse(
+            r#"{"control_socket":"/s","queues":[{"id":"a","queue_num":1,"impairments":{"loss":2}}]}"#,
+        )
+        .unwrap_err();
+        assert!(err.contains("queue `a`: impairments: loss 2"), "{err}");
+    }
+}

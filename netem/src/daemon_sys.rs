@@ -1,0 +1,202 @@
+//! The few Linux facilities the shaper daemon's event loop needs, as small safe wrappers:
+//! epoll, an absolute CLOCK_MONOTONIC timerfd (epoll's own timeout has only ms precision), an
+//! eventfd to stop the loop from another thread, and a signalfd for SIGTERM/SIGINT.
+
+use std::io;
+use std::mem::zeroed;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+fn owned(rc: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: a non-negative return of a creating call is a new fd that nothing else owns.
+    check(rc).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of every departure time and of the timerfd.
+pub(crate) fn monotonic_ns() -> u64 {
+    // SAFETY: clock_gettime fills the timespec we own.
+    let mut ts: libc::timespec = unsafe { zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Asks the kernel not to defer this thread's timed wake-ups (the default slack is 50 µs).
+pub(crate) fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer.
+    check(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) }).map(|_| ())
+}
+
+pub(crate) struct Epoll {
+    fd: OwnedFd,
+}
+
+impl Epoll {
+    pub(crate) fn new() -> io::Result<Epoll> {
+        // SAFETY: plain epoll_create1 call.
+        Ok(Epoll {
+            fd: owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?,
+        })
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event { events, u64: token };
+        // SAFETY: epoll_ctl with an event we own.
+        check(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut event) }).map(|_| ())
+    }
+
+    /// Watches `fd` for input (level-triggered), reporting it with `token`.
+    pub(crate) fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, token)
+    }
+
+    /// Watches `fd` for input, and for room to write when `writable` is set.
+    pub(crate) fn modify(&self, fd: RawFd, token: u64, writable: bool) -> io::Result<()> {
+        let mut events = libc::EPOLLIN as u32;
+        if writable {
+            events |= libc::EPOLLOUT as u32;
+        }
+        self.ctl(libc::EPOLL_CTL_MOD, fd, events, token)
+    }
+
+    /// Waits without a timeout (the timerfd brings the loop back in time); returns the number
+    /// of events filled in, 0 when interrupted by a signal.
+    pub(crate) fn wait(&self, events: &mut [libc::epoll_event]) -> io::Result<usize> {
+        // SAFETY: epoll_wait fills at most `events.len()` entries of a buffer we own.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as i32,
+                -1,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(0)
+            } else {
+                Err(e)
+            };
+        }
+        Ok(n as usize)
+    }
+}
+
+/// A CLOCK_MONOTONIC timerfd armed with absolute deadlines in nanoseconds.
+pub(crate) struct Timer {
+    fd: OwnedFd,
+}
+
+impl Timer {
+    pub(crate) fn new() -> io::Result<Timer> {
+        // SAFETY: plain timerfd_create call.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        Ok(Timer { fd: owned(fd)? })
+    }
+
+    /// Arms the timer for `deadline_ns` (a past deadline fires at once), or disarms it. Either
+    /// way the expirations counted so far are cleared, so no read is needed after a wake-up.
+    pub(crate) fn set(&self, deadline_ns: Option<u64>) -> io::Result<()> {
+        // SAFETY: an all-zero itimerspec disarms the timer.
+        let mut spec: libc::itimerspec = unsafe { zeroed() };
+        if let Some(ns) = deadline_ns {
+            // A zero it_value would disarm instead of firing.
+            let ns = ns.max(1);
+            spec.it_value.tv_sec = (ns / 1_000_000_000) as libc::time_t;
+            spec.it_value.tv_nsec = (ns % 1_000_000_000) as libc::c_long;
+        }
+        // SAFETY: timerfd_settime with a spec we own and no old value.
+        check(unsafe {
+            libc::timerfd_settime(
+                self.fd.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        })
+        .map(|_| ())
+    }
+}
+
+impl AsRawFd for Timer {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// Stops a running daemon from any thread (tests and embedders; the binary uses signals).
+#[derive(Clone)]
+pub struct Stopper {
+    fd: Arc<OwnedFd>,
+}
+
+impl Stopper {
+    pub(crate) fn new() -> io::Result<Stopper> {
+        // SAFETY: plain eventfd call.
+        let fd = owned(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        Ok(Stopper { fd: Arc::new(fd) })
+    }
+
+    /// Asks the daemon to stop; it unbinds its queues and removes its control socket.
+    pub fn stop(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: an 8-byte write to an eventfd we own. It can only fail when the counter would
+        // overflow, which means a stop is already pending.
+        unsafe { libc::write(self.fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+}
+
+impl AsRawFd for Stopper {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// SIGTERM and SIGINT, blocked and read from a signalfd so the event loop sees them as input.
+pub struct StopSignals {
+    fd: OwnedFd,
+}
+
+impl StopSignals {
+    /// Blocks SIGTERM and SIGINT in the calling thread (and the threads it starts later) and
+    /// opens a signalfd for them. Call it first thing in `main`, before other threads exist, so
+    /// that no thread receives them with the default action.
+    pub fn block() -> io::Result<StopSignals> {
+        // SAFETY: sigset manipulation on a set we own, then a mask change of this thread.
+        unsafe {
+            let mut set: libc::sigset_t = zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            if rc != 0 {
+                return Err(io::Error::from_raw_os_error(rc));
+            }
+            let fd = owned(libc::signalfd(
+                -1,
+                &set,
+                libc::SFD_NONBLOCK | libc::SFD_CLOEXEC,
+            ))?;
+            Ok(StopSignals { fd })
+        }
+    }
+}
+
+impl AsRawFd for StopSignals {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}

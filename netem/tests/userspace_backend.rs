@@ -1,0 +1,575 @@
+//! The userspace link backend with real traffic: two namespaces joined by a veth pair, each
+//! side's ingress sent to NFQUEUE (`iptables-legacy -t raw ... -j NFQUEUE`), and the
+//! `cdnlab-shaper` binary giving the verdicts.
+//!
+//! Needs root and iptables-legacy; without them each test prints why and passes. The
+//! `measure_*` test is ignored by default: it prints the fidelity and cost numbers
+//! (`cargo test --release -p netem --test userspace_backend -- --ignored --nocapture`).
+
+use netem::daemon::{request, QueueStatus, Request, Response};
+use netem::nfqueue::in_netns;
+use netem::Impairments;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+const ADDR_A: &str = "198.18.250.1";
+const ADDR_B: &str = "198.18.250.2";
+const MS: u64 = 1_000_000;
+
+/// Why this machine cannot run the test, if it cannot.
+fn unsupported() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".to_string());
+    }
+    for tool in ["ip", "iptables-legacy"] {
+        let found = Command::new(tool)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            return Some(format!("`{tool}` is missing"));
+        }
+    }
+    None
+}
+
+macro_rules! require_support {
+    () => {
+        if let Some(why) = unsupported() {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+}
+
+fn run(args: &[&str]) {
+    let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "`{}` failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A network namespace, deleted when dropped (also when the test fails).
+struct Netns {
+    name: String,
+}
+
+impl Netns {
+    fn new(name: String) -> Netns {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &name])
+            .stderr(Stdio::null())
+            .status();
+        run(&["ip", "netns", "add", &name]);
+        Netns { name }
+    }
+
+    fn path(&self) -> PathBuf {
+        Path::new("/run/netns").join(&self.name)
+    }
+
+    fn run(&self, args: &[&str]) {
+        let mut full = vec!["ip", "netns", "exec", &self.name];
+        full.extend_from_slice(args);
+        run(&full);
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+/// The daemon binary serving the two queues `a` (A's ingress, traffic B→A) and `b` (B's
+/// ingress, traffic A→B). Stopped with SIGTERM when dropped.
+struct Shaper {
+    child: Child,
+    socket: PathBuf,
+    dir: PathBuf,
+}
+
+impl Shaper {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn set(&self, id: &str, impairments: Impairments) {
+        let id = id.to_string();
+        let response = request(&self.socket, &Request::Set { id, impairments }).unwrap();
+        assert_eq!(response, Response::ok());
+    }
+
+    fn show(&self) -> Vec<QueueStatus> {
+        let response = request(&self.socket, &Request::Show)
+            .unwrap()
+            .into_result()
+            .unwrap();
+        response.queues.unwrap()
+    }
+
+    /// Stops the daemon with SIGTERM and returns its exit status.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        // SAFETY: kill on the pid of a child we have not yet reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Shaper {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            self.terminate();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Two namespaces joined by a veth pair, each ingress queued to the shaper. Field order is drop
+/// order: the daemon goes before the namespaces.
+struct Link {
+    shaper: Shaper,
+    a: Netns,
+    b: Netns,
+}
+
+impl Link {
+    fn new(tag: &str, a_to_b: Impairments, b_to_a: Impairments) -> Link {
+        let pid = std::process::id();
+        let a = Netns::new(format!("nqt-{tag}-{pid}-a"));
+        let b = Netns::new(format!("nqt-{tag}-{pid}-b"));
+        run(&[
+            "ip", "-n", &a.name, "link", "add", "veth0", "type", "veth", "peer", "name", "veth0",
+            "netns", &b.name,
+        ]);
+        for (ns, addr) in [(&a, ADDR_A), (&b, ADDR_B)] {
+            ns.run(&["ip", "addr", "add", &format!("{addr}/30"), "dev", "veth0"]);
+            ns.run(&["ip", "link", "set", "veth0", "up"]);
+            ns.run(&["ip", "link", "set", "lo", "up"]);
+            ns.run(&[
+                "iptables-legacy",
+                "-t",
+                "raw",
+                "-A",
+                "PREROUTING",
+                "-i",
+                "veth0",
+                "-j",
+                "NFQUEUE",
+                "--queue-num",
+                "0",
+            ]);
+        }
+        let dir = std::env::temp_dir().join(format!("nqt-{tag}-{pid}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let socket = dir.join("shaper.sock");
+        let queue = |id: &str, ns: &Netns, impairments: &Impairments| {
+            serde_json::json!({ "id": id, "netns": ns.path(), "queue_num": 0,
+                                "impairments": impairments, "seed": 7 })
+        };
+        let config = serde_json::json!({
+            "control_socket": socket,
+            "queues": [queue("b", &b, &a_to_b), queue("a", &a, &b_to_a)],
+        });
+        let mut config = config;
+        if let Ok(w) = std::env::var("NQT_WINDOW_NS") {
+            config["release_window_ns"] = w.parse::<u64>().unwrap().into();
+        }
+        let config_path = dir.join("config.json");
+        std::fs::write(&config_path, config.to_string()).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_cdnlab-shaper"))
+            .arg("--config")
+            .arg(&config_path)
+            .spawn()
+            .unwrap();
+        let mut shaper = Shaper { child, socket, dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while request(&shaper.socket, &Request::Ping).is_err() {
+            if let Some(status) = shaper.child.try_wait().unwrap() {
+                panic!("the shaper exited at start: {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the shaper's control socket never answered"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        Link { shaper, a, b }
+    }
+}
+
+fn delay(ms: u64) -> Impairments {
+    Impairments {
+        delay_ns: ms * MS,
+        ..Impairments::default()
+    }
+}
+
+/// A UDP echo server in a namespace, until dropped.
+struct Echo {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Echo {
+    fn start(ns: &Netns, port: u16) -> Echo {
+        let socket = in_netns(&ns.path(), || UdpSocket::bind(("0.0.0.0", port))).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while !flag.load(Ordering::Relaxed) {
+                if let Ok((n, from)) = socket.recv_from(&mut buf) {
+                    let _ = socket.send_to(&buf[..n], from);
+                }
+            }
+        });
+        Echo {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A UDP client in namespace A talking to the echo server in B.
+fn udp_client(link: &Link, port: u16, timeout: Duration) -> UdpSocket {
+    let socket = in_netns(&link.a.path(), || UdpSocket::bind("0.0.0.0:0")).unwrap();
+    socket.connect((ADDR_B, port)).unwrap();
+    socket.set_read_timeout(Some(timeout)).unwrap();
+    socket
+}
+
+/// Round-trip times of `count` probes (spaced by `gap`); lost probes are left out.
+fn probe_rtts(socket: &UdpSocket, count: u32, gap: Duration) -> Vec<Duration> {
+    let mut rtts = Vec::new();
+    let mut buf = [0u8; 64];
+    for seq in 0..count {
+        let sent = Instant::now();
+        socket.send(&seq.to_be_bytes()).unwrap();
+        // Skip late answers to earlier probes.
+        while let Ok(n) = socket.recv(&mut buf) {
+            if n == 4 && buf[..4] == seq.to_be_bytes() {
+                rtts.push(sent.elapsed());
+                break;
+            }
+        }
+        thread::sleep(gap);
+    }
+    rtts
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn median_ms(rtts: &[Duration]) -> f64 {
+    let mut ms: Vec<f64> = rtts.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    ms.sort_by(f64::total_cmp);
+    percentile(&ms, 0.5)
+}
+
+/// A TCP connection from A to an echo-once-per-message server in B.
+fn tcp_pair(link: &Link, port: u16) -> (TcpStream, JoinHandle<()>) {
+    let listener = in_netns(&link.b.path(), || TcpListener::bind(("0.0.0.0", port))).unwrap();
+    let server = thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        loop {
+            match conn.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if conn.write_all(&buf[..n]).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let addr: SocketAddr = format!("{ADDR_B}:{port}").parse().unwrap();
+    let client = in_netns(&link.a.path(), || {
+        let socket = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+        socket.set_read_timeout(Some(Duration::from_secs(5)))?;
+        Ok(socket)
+    })
+    .unwrap();
+    (client, server)
+}
+
+/// Sends `len` bytes on the connection and reads them back; returns how long it took.
+fn tcp_echo(conn: &mut TcpStream, len: usize) -> Duration {
+    let start = Instant::now();
+    let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+    conn.write_all(&data).unwrap();
+    let mut back = vec![0u8; len];
+    conn.read_exact(&mut back).unwrap();
+    assert_eq!(back, data);
+    start.elapsed()
+}
+
+#[test]
+fn delays_change_at_run_time_and_loss_blocks() {
+    require_support!();
+    let link = Link::new("rt", delay(20), delay(20));
+    let _echo = Echo::start(&link.b, 7007);
+    let client = udp_client(&link, 7007, Duration::from_millis(500));
+
+    let rtts = probe_rtts(&client, 40, Duration::from_millis(5));
+    assert_eq!(
+        rtts.len(),
+        40,
+        "no probe may be lost without loss configured"
+    );
+    let median = median_ms(&rtts);
+    assert!(
+        (median - 40.0).abs() < 2.0,
+        "median RTT {median:.3} ms with 20 ms each way"
+    );
+
+    // An established TCP connection survives a change of delay.
+    let (mut conn, server) = tcp_pair(&link, 7008);
+    tcp_echo(&mut conn, 1000);
+    link.shaper.set("a", delay(50));
+    link.shaper.set("b", delay(50));
+    let median = median_ms(&probe_rtts(&client, 20, Duration::from_millis(5)));
+    assert!(
+        (median - 100.0).abs() < 2.0,
+        "median RTT {median:.3} ms after set to 50 ms"
+    );
+    let took = tcp_echo(&mut conn, 100_000);
+    assert!(
+        took >= Duration::from_millis(100),
+        "TCP echo took {took:?}, under one RTT"
+    );
+
+    // 100% loss one way: nothing comes back; restoring it restores traffic.
+    link.shaper.set(
+        "b",
+        Impairments {
+            loss: 1.0,
+            ..delay(50)
+        },
+    );
+    let lost = probe_rtts(&client, 5, Duration::from_millis(5));
+    assert!(
+        lost.is_empty(),
+        "{} probes crossed a link with 100% loss",
+        lost.len()
+    );
+    let b = link
+        .shaper
+        .show()
+        .into_iter()
+        .find(|q| q.id == "b")
+        .unwrap();
+    assert!(b.stats.dropped_loss >= 5, "{b:?}");
+    assert_eq!(b.impairments.loss, 1.0);
+    link.shaper.set("b", delay(50));
+    let rtts = probe_rtts(&client, 5, Duration::from_millis(5));
+    assert_eq!(rtts.len(), 5, "traffic resumes once the loss is removed");
+    tcp_echo(&mut conn, 1000);
+    drop(conn);
+    server.join().unwrap();
+}
+
+#[test]
+fn control_errors_and_clean_shutdown() {
+    require_support!();
+    let mut link = Link::new("ctl", delay(1), delay(1));
+    let response = request(
+        &link.shaper.socket,
+        &Request::Set {
+            id: "nope".into(),
+            impairments: delay(5),
+        },
+    )
+    .unwrap();
+    assert!(!response.ok);
+    let error = response.error.unwrap();
+    assert!(
+        error.contains("unknown queue id `nope`") && error.contains("b, a"),
+        "{error}"
+    );
+
+    // Raw lines: bad JSON gets an error response and the connection keeps serving.
+    let mut conn = std::os::unix::net::UnixStream::connect(&link.shaper.socket).unwrap();
+    conn.write_all(b"{\"op\":\n{\"op\":\"ping\"}\n").unwrap();
+    conn.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut replies = String::new();
+    conn.read_to_string(&mut replies).unwrap();
+    let lines: Vec<&str> = replies.lines().collect();
+    assert_eq!(lines.len(), 2, "{replies}");
+    assert!(
+        lines[0].starts_with("{\"ok\":false,\"error\":\"bad request"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[1], "{\"ok\":true}");
+
+    let status = link.shaper.terminate();
+    assert!(status.success(), "SIGTERM exit: {status}");
+    assert!(
+        !link.shaper.socket.exists(),
+        "the control socket file is removed"
+    );
+}
+
+/// The daemon's CPU time so far (user + system), from /proc/PID/stat.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) start at field 3 (state).
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// One TCP flow from A to B for `secs`: its goodput (Mbit/s) over the last two thirds of the
+/// transfer, after slow start, and the daemon's CPU (cores) over the same window.
+fn tcp_goodput(link: &Link, port: u16, secs: f64) -> (f64, f64) {
+    let listener = in_netns(&link.b.path(), || TcpListener::bind(("0.0.0.0", port))).unwrap();
+    let pid = link.shaper.pid();
+    let receiver = thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut total = 0u64;
+        let start = Instant::now();
+        let mark_at = Duration::from_secs_f64(secs / 3.0);
+        let mut mark = None;
+        loop {
+            match conn.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n as u64,
+            }
+            if mark.is_none() && start.elapsed() >= mark_at {
+                mark = Some((Instant::now(), total, cpu_seconds(pid)));
+            }
+        }
+        let (t0, bytes0, cpu0) = mark.unwrap();
+        let elapsed = t0.elapsed().as_secs_f64();
+        let mbit = (total - bytes0) as f64 * 8.0 / elapsed / 1e6;
+        (mbit, (cpu_seconds(pid) - cpu0) / elapsed)
+    });
+    let addr: SocketAddr = format!("{ADDR_B}:{port}").parse().unwrap();
+    let mut conn = in_netns(&link.a.path(), || TcpStream::connect(addr)).unwrap();
+    let data = vec![0x5au8; 1 << 16];
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    while Instant::now() < end {
+        conn.write_all(&data).unwrap();
+    }
+    drop(conn);
+    receiver.join().unwrap()
+}
+
+fn daemon_status(link: &Link) -> netem::daemon::DaemonStatus {
+    request(&link.shaper.socket, &Request::Show)
+        .unwrap()
+        .daemon
+        .unwrap()
+}
+
+#[test]
+#[ignore = "a measurement: prints fidelity and cost numbers"]
+fn measure_userspace_backend() {
+    require_support!();
+    let link = Link::new("m", delay(0), delay(0));
+    let _echo = Echo::start(&link.b, 7009);
+    let client = udp_client(&link, 7009, Duration::from_secs(1));
+    let base = probe_rtts(&client, 200, Duration::from_millis(2));
+    println!(
+        "baseline RTT through both queues at 0 ms: median {:.1} us",
+        median_ms(&base) * 1e3
+    );
+    println!("one-way delay error (RTT - configured, other way 0 ms):");
+    for ms in [1, 5, 20, 50] {
+        link.shaper.set("b", delay(ms));
+        let rtts = probe_rtts(&client, 200, Duration::from_millis(3));
+        let mut errors: Vec<f64> = rtts
+            .iter()
+            .map(|r| (r.as_secs_f64() * 1e3 - ms as f64) * 1e3)
+            .collect();
+        errors.sort_by(f64::total_cmp);
+        println!(
+            "  {ms:>2} ms: median {:+.1} us, p99 {:+.1} us, max {:+.1} us ({} probes)",
+            percentile(&errors, 0.5),
+            percentile(&errors, 0.99),
+            errors[errors.len() - 1],
+            errors.len()
+        );
+    }
+    let status = request(&link.shaper.socket, &Request::Show)
+        .unwrap()
+        .daemon
+        .unwrap();
+    println!("  wake-up lateness {:?}", status.wakeup_lateness);
+    println!("  verdict lateness {:?}", status.verdict_lateness);
+
+    println!("one TCP flow A->B, 20 ms each way, rate on A->B:");
+    link.shaper.set("a", delay(20));
+    for (i, mbit) in [5u64, 100, 500].into_iter().enumerate() {
+        // Twice the bandwidth-delay product, in full-size frames.
+        let bdp_packets = (mbit * 1_000_000 / 8 * 40 / 1000 / 1514) as u32;
+        let limit = (2 * bdp_packets).max(1000);
+        let rate = Impairments {
+            rate_bps: Some(mbit * 1_000_000),
+            limit,
+            ..delay(20)
+        };
+        link.shaper.set("b", rate);
+        let secs = if mbit <= 5 { 15.0 } else { 9.0 };
+        let before = daemon_status(&link);
+        let (goodput, cores) = tcp_goodput(&link, 7100 + i as u16, secs);
+        let after = daemon_status(&link);
+        let wakeups = after.wakeup_lateness.count - before.wakeup_lateness.count;
+        let verdicts = after.verdict_lateness.count - before.verdict_lateness.count;
+        println!(
+            "  {mbit:>3} mbit: {:.0} timer wake-ups/s, {:.0} delayed verdicts/s",
+            wakeups as f64 / secs,
+            verdicts as f64 / secs
+        );
+        println!(
+            "  {mbit:>3} mbit (limit {limit}): goodput {goodput:.1} Mbit/s = {:.1}% of the rate \
+             ({:.1}% of the most TCP can carry); daemon {:.3} cores = {:.3} cores per 100 Mbit/s",
+            goodput / mbit as f64 * 100.0,
+            goodput / (mbit as f64 * 1448.0 / 1514.0) * 100.0,
+            cores,
+            cores / goodput * 100.0
+        );
+    }
+    let status = request(&link.shaper.socket, &Request::Show).unwrap();
+    for q in status.queues.unwrap() {
+        println!("  queue {}: {:?}", q.id, q.stats);
+    }
+    let daemon = status.daemon.unwrap();
+    println!(
+        "  overruns {} verdict errors {} malformed {}",
+        daemon.overruns, daemon.verdict_errors, daemon.malformed
+    );
+    println!("  verdict lateness {:?}", daemon.verdict_lateness);
+}

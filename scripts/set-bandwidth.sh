@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Change the bandwidth (rate) of a link in a running lab: a thin wrapper over `cdnlab link set`.
+set -euo pipefail
+usage() {
+  cat <<'TXT'
+usage: scripts/set-bandwidth.sh LAB NODE_A NODE_B RATE [-- extra `cdnlab link set` flags]
+
+Sets the rate (tc units: 5mbit, 100mbit, 1gbit; `unlimited` removes the limit) of the link
+between NODE_A and NODE_B in lab LAB, both directions, while the lab runs. Flags after `--` pass
+through, e.g. `-- --from NODE_A --limit 200`.
+
+  scripts/set-bandwidth.sh chain client router 5mbit
+  scripts/set-bandwidth.sh chain client router 1mbit -- --from client
+
+CDNLAB names the cdnlab binary (default: cdnlab on PATH, else target/release or target/debug).
+TXT
+}
+[[ ${1:-} == -h || ${1:-} == --help ]] && { usage; exit 0; }
+[[ $# -ge 4 ]] || { usage >&2; exit 2; }
+lab=$1 a=$2 b=$3 rate=$4
+shift 4
+[[ ${1:-} == -- ]] && shift
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+exec "$(cdnlab_bin)" link set --lab "$lab" "$a" "$b" --rate "$rate" "$@"

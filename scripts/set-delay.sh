@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Change the one-way delay of a link in a running lab: a thin wrapper over `cdnlab link set`.
+set -euo pipefail
+usage() {
+  cat <<'TXT'
+usage: scripts/set-delay.sh LAB NODE_A NODE_B DELAY [JITTER] [-- extra `cdnlab link set` flags]
+
+Sets the one-way delay (tc units: 50ms, 1.5s, 500us) of the link between NODE_A and NODE_B in
+lab LAB, both directions, while the lab runs. JITTER (optional) sets the delay variation too.
+Flags after `--` pass through, e.g. `-- --from NODE_A` to change one direction only.
+
+  scripts/set-delay.sh chain router server 200ms
+  scripts/set-delay.sh chain router server 80ms 5ms -- --from server
+
+CDNLAB names the cdnlab binary (default: cdnlab on PATH, else target/release or target/debug).
+TXT
+}
+[[ ${1:-} == -h || ${1:-} == --help ]] && { usage; exit 0; }
+[[ $# -ge 4 ]] || { usage >&2; exit 2; }
+lab=$1 a=$2 b=$3 delay=$4
+shift 4
+args=(--delay "$delay")
+if [[ $# -gt 0 && $1 != -- ]]; then args+=(--jitter "$1"); shift; fi
+[[ ${1:-} == -- ]] && shift
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+exec "$(cdnlab_bin)" link set --lab "$lab" "$a" "$b" "${args[@]}" "$@"

@@ -1,0 +1,170 @@
+//! `cdnlab link set|show|reset`: read and change impairments while the lab runs.
+
+use super::{node_names, resolve_lab, usage_error, Failure};
+use crate::lab::{self, events, links, LabState};
+use crate::topology::{self, SegmentKind};
+use clap::{Args, Subcommand};
+use netem::Impairments;
+
+#[derive(Subcommand)]
+pub enum LinkVerb {
+    /// Change a link's impairments (both directions unless --from names one sender).
+    Set(Box<SetArgs>),
+    /// Show every direction's impairments (and the shaper's counters).
+    Show {
+        #[arg(long)]
+        lab: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the impairments of one link (A B) or of every link.
+    Reset {
+        #[arg(long)]
+        lab: Option<String>,
+        a: Option<String>,
+        b: Option<String>,
+    },
+}
+
+#[derive(Args)]
+pub struct SetArgs {
+    #[arg(long)]
+    lab: Option<String>,
+    /// One end of the link (or, with --lan, ignored).
+    a: String,
+    /// The other end.
+    b: String,
+    /// Change only traffic sent by this end (`--dir A-B` says the same as `--from A`).
+    #[arg(long)]
+    from: Option<String>,
+    /// `A-B`: change only the direction from A to B.
+    #[arg(long)]
+    dir: Option<String>,
+    #[command(flatten)]
+    change: topology::ChangeFlags,
+}
+
+pub fn run(verb: LinkVerb) -> Result<(), Failure> {
+    match verb {
+        LinkVerb::Set(args) => set(*args),
+        LinkVerb::Show { lab, json } => {
+            let state = load(&resolve_lab(lab)?)?;
+            super::status::print_links(&state, json)
+        }
+        LinkVerb::Reset { lab, a, b } => reset(&resolve_lab(lab)?, a, b),
+    }
+}
+
+pub fn load(lab: &str) -> Result<LabState, Failure> {
+    LabState::load(lab).map_err(|e| Failure {
+        message: e.to_string(),
+        status: 1,
+    })
+}
+
+fn node_index(state: &LabState, name: &str) -> Result<usize, Failure> {
+    state
+        .topology
+        .nodes
+        .iter()
+        .position(|n| n.name == name)
+        .ok_or_else(|| {
+            usage_error(format!(
+                "lab `{}` has no node `{name}`; its nodes: {}",
+                state.lab,
+                node_names(state)
+            ))
+        })
+}
+
+/// The link segment joining nodes `a` and `b`.
+fn link_between(state: &LabState, a: &str, b: &str) -> Result<usize, Failure> {
+    let (a_index, b_index) = (node_index(state, a)?, node_index(state, b)?);
+    state
+        .topology
+        .segments
+        .iter()
+        .position(|s| {
+            s.kind == SegmentKind::Link
+                && s.members.contains(&a_index)
+                && s.members.contains(&b_index)
+        })
+        .ok_or_else(|| {
+            usage_error(format!(
+                "lab `{}` has no link between {a} and {b}",
+                state.lab
+            ))
+        })
+}
+
+fn set(args: SetArgs) -> Result<(), Failure> {
+    let mut state = load(&resolve_lab(args.lab)?)?;
+    let change = args.change.to_change().map_err(usage_error)?;
+    if change.is_empty() {
+        return Err(usage_error(
+            "nothing to change: give --delay, --jitter, --loss, --rate, --limit, …",
+        ));
+    }
+    let segment = link_between(&state, &args.a, &args.b)?;
+    let from = match (&args.from, &args.dir) {
+        (Some(_), Some(_)) => return Err(usage_error("give --from or --dir, not both")),
+        (Some(from), None) => Some(from.clone()),
+        (None, Some(dir)) => match dir.split_once('-') {
+            Some((from, to))
+                if [from, to] == [&args.a, &args.b] || [to, from] == [&args.a, &args.b] =>
+            {
+                Some(from.to_string())
+            }
+            _ => {
+                return Err(usage_error(format!(
+                    "--dir `{dir}`: expected {a}-{b} or {b}-{a}",
+                    a = args.a,
+                    b = args.b
+                )))
+            }
+        },
+        (None, None) => None,
+    };
+    let members = state.topology.segments[segment].members.clone();
+    let senders = match from {
+        None => members,
+        Some(name) => {
+            let sender = node_index(&state, &name)?;
+            if !members.contains(&sender) {
+                return Err(usage_error(format!(
+                    "{name} is not an end of link {} ",
+                    state.topology.segments[segment].name
+                )));
+            }
+            vec![sender]
+        }
+    };
+    lab::control::change_segment(&mut state, segment, &senders, &change)?;
+    super::status::print_links(&state, false)
+}
+
+fn reset(lab: &str, a: Option<String>, b: Option<String>) -> Result<(), Failure> {
+    let mut state = load(lab)?;
+    let segments: Vec<usize> = match (a, b) {
+        (Some(a), Some(b)) => vec![link_between(&state, &a, &b)?],
+        (None, None) => (0..state.topology.segments.len()).collect(),
+        _ => {
+            return Err(usage_error(
+                "link reset takes two nodes (A B) or none for every link",
+            ))
+        }
+    };
+    for segment in segments {
+        for index in 0..state.directions.len() {
+            if state.directions[index].segment == segment {
+                links::set_direction(&mut state, index, Impairments::default())?;
+            }
+        }
+        events::record(
+            &state,
+            serde_json::json!({"event": "link_reset", "segment": state.topology.segments[segment].name}),
+        )?;
+    }
+    state.save()?;
+    super::status::print_links(&state, false)
+}

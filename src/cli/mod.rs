@@ -1,0 +1,261 @@
+//! The `cdnlab` command: flags and dispatch; each verb's work lives in the library.
+
+mod link;
+mod status;
+
+use crate::lab::{self, interrupt, LabState};
+use crate::topology::{self, LoadOptions};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "cdnlab",
+    version,
+    about = "Emulation testbed for content delivery research"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Verb,
+}
+
+#[derive(clap::Args)]
+pub struct TopologyArgs {
+    /// The topology file (TOML; see topologies/README.md).
+    topology: PathBuf,
+    /// Lab name (default: the file's `name`).
+    #[arg(long)]
+    name: Option<String>,
+    /// Override a variable of the file's [vars]: `--set internet_delay=200ms`.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = topology::parse_set)]
+    set: Vec<(String, String)>,
+    /// Link emulation: tc-netem in the kernel, the userspace shaper, or whichever the kernel allows.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "kernel", "userspace"])]
+    link_backend: String,
+    /// Seed of the link emulation's random numbers (loss, jitter).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Subcommand)]
+enum Verb {
+    /// Create the lab's namespaces, links and processes; return once every node is ready.
+    Up(TopologyArgs),
+    /// Show nodes, addresses, processes and links with their current impairments.
+    Status {
+        lab: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command inside a node's namespace (names of nodes resolve there).
+    Exec {
+        #[arg(long)]
+        lab: Option<String>,
+        node: String,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Read or change link impairments at run time.
+    #[command(subcommand)]
+    Link(link::LinkVerb),
+    /// Stop the lab's processes and remove everything it created.
+    Down { lab: Option<String> },
+    /// Remove every leftover of any lab (after a crash), without the topology file; with
+    /// names, only of those labs.
+    Clean { labs: Vec<String> },
+    /// Up, run the clients and the timeline, collect results, down; print a summary table.
+    Run {
+        #[command(flatten)]
+        args: TopologyArgs,
+        /// The run directory (default: results/LAB-UNIXTIME).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Stop clients still running after this long (tc time units).
+        #[arg(long, default_value = "600s")]
+        timeout: String,
+    },
+}
+
+/// Runs the command line; returns the process exit status.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match dispatch(cli.command) {
+        Ok(()) => 0,
+        Err(Failure { message, status }) => {
+            eprintln!("cdnlab: {message}");
+            status
+        }
+    }
+}
+
+/// A failed verb: its message and exit status (2 for bad input, 1 otherwise, 130 on Ctrl-C).
+pub struct Failure {
+    pub message: String,
+    pub status: i32,
+}
+
+impl From<lab::Error> for Failure {
+    fn from(e: lab::Error) -> Self {
+        let status = if interrupt::interrupted() { 130 } else { 1 };
+        Failure {
+            message: e.0,
+            status,
+        }
+    }
+}
+
+impl From<topology::TopologyError> for Failure {
+    fn from(e: topology::TopologyError) -> Self {
+        Failure {
+            message: e.to_string(),
+            status: 2,
+        }
+    }
+}
+
+pub fn usage_error(message: impl Into<String>) -> Failure {
+    Failure {
+        message: message.into(),
+        status: 2,
+    }
+}
+
+fn dispatch(verb: Verb) -> Result<(), Failure> {
+    match verb {
+        Verb::Up(args) => {
+            let topology = load_topology(&args)?;
+            interrupt::install();
+            let state = lab::up(topology, &up_options(&args, None))?;
+            println!(
+                "lab `{}` is up ({} nodes, {} link backend); `cdnlab status {}` shows it, `cdnlab down {}` removes it",
+                state.lab,
+                state.topology.nodes.len(),
+                state.backend.name(),
+                state.lab,
+                state.lab
+            );
+            Ok(())
+        }
+        Verb::Status { lab, json } => status::status(&resolve_lab(lab)?, json),
+        Verb::Exec { lab, node, command } => exec(&resolve_lab(lab)?, &node, &command),
+        Verb::Link(verb) => link::run(verb),
+        Verb::Down { lab } => {
+            let lab = resolve_lab(lab)?;
+            lab::down(&lab)?;
+            println!("lab `{lab}` is down");
+            Ok(())
+        }
+        Verb::Run { args, out, timeout } => run(args, out, &timeout),
+        Verb::Clean { labs } => {
+            let labs = lab::clean(&labs)?;
+            if labs.is_empty() {
+                println!("nothing to clean");
+            } else {
+                println!("removed: {}", labs.join(", "));
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn load_topology(args: &TopologyArgs) -> Result<topology::Topology, Failure> {
+    Ok(topology::load(
+        &args.topology,
+        &LoadOptions {
+            name: args.name.as_deref(),
+            set: &args.set,
+        },
+    )?)
+}
+
+pub fn up_options(args: &TopologyArgs, out_dir: Option<PathBuf>) -> lab::UpOptions {
+    lab::UpOptions {
+        link_backend: args.link_backend.clone(),
+        out_dir,
+        seed: args.seed,
+    }
+}
+
+/// The lab named, or the only one up.
+pub fn resolve_lab(lab: Option<String>) -> Result<String, Failure> {
+    if let Some(lab) = lab {
+        return Ok(lab);
+    }
+    let labs = lab::state::list_labs();
+    match labs.as_slice() {
+        [only] => Ok(only.clone()),
+        [] => Err(usage_error("no lab is up")),
+        _ => Err(usage_error(format!(
+            "several labs are up ({}); name one",
+            labs.join(", ")
+        ))),
+    }
+}
+
+/// Replaces this process with the command, run inside the node's namespace.
+fn exec(lab: &str, node: &str, command: &[String]) -> Result<(), Failure> {
+    let state = LabState::load(lab).map_err(|e| lab::Error(e.to_string()))?;
+    let Some(index) = state.topology.nodes.iter().position(|n| n.name == node) else {
+        return Err(usage_error(format!(
+            "lab `{lab}` has no node `{node}`; its nodes: {}",
+            node_names(&state)
+        )));
+    };
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new("ip")
+        .args(["netns", "exec", &state.netns(index)])
+        .args(command)
+        .exec();
+    Err(Failure {
+        message: format!("cannot run ip netns exec: {error}"),
+        status: 1,
+    })
+}
+
+pub fn node_names(state: &LabState) -> String {
+    state
+        .topology
+        .nodes
+        .iter()
+        .map(|n| n.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn run(args: TopologyArgs, out: Option<PathBuf>, timeout: &str) -> Result<(), Failure> {
+    let timeout = netem::units::parse_duration_ns(timeout)
+        .map_err(|e| usage_error(format!("--timeout: {e}")))?;
+    let topology = load_topology(&args)?;
+    let out = out.unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from("results").join(format!("{}-{now}", topology.name))
+    });
+    interrupt::install();
+    let summary = crate::run::run(
+        topology,
+        crate::run::RunOptions {
+            up: up_options(&args, None),
+            out_dir: out.clone(),
+            topology_file: args.topology.clone(),
+            client_timeout: std::time::Duration::from_nanos(timeout),
+        },
+    )?;
+    print!("{}", crate::run::summary::table(&summary));
+    println!("results: {}", out.display());
+    let failed = summary["clients"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["failed"] == true)
+        .count();
+    if failed > 0 {
+        return Err(Failure {
+            message: format!("{failed} client(s) failed"),
+            status: 1,
+        });
+    }
+    Ok(())
+}

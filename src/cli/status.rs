@@ -1,0 +1,178 @@
+//! `cdnlab status` and `cdnlab link show`: the lab as it is now.
+
+use super::link::load;
+use super::Failure;
+use crate::lab::{shaper, sys, Backend, LabState};
+use serde_json::{json, Value};
+
+fn process_json(state: &LabState, node: &str) -> Value {
+    match state.processes.get(node) {
+        Some(p) => json!({"pid": p.pid, "running": sys::process_alive(p.pid, p.start_time)}),
+        None => Value::Null,
+    }
+}
+
+/// Every direction with its impairments and, under the userspace backend, the shaper's counters.
+fn links_json(state: &LabState) -> Vec<Value> {
+    let live = match state.backend {
+        Backend::Userspace => shaper::show(state).ok(),
+        Backend::Kernel => None,
+    };
+    state
+        .directions
+        .iter()
+        .map(|d| {
+            let segment = &state.topology.segments[d.segment];
+            let id = d.id(&state.topology);
+            let to: Vec<&str> = segment
+                .members
+                .iter()
+                .enumerate()
+                .filter(|(m, _)| *m != d.member)
+                .map(|(_, &n)| state.topology.nodes[n].name.as_str())
+                .collect();
+            let counters = live
+                .as_ref()
+                .and_then(|r| r.queues.as_ref()?.iter().find(|q| q.id == id).cloned())
+                .map(|q| json!({"stats": q.stats, "queued": q.queued}));
+            json!({
+                "id": id,
+                "segment": segment.name,
+                "from": state.topology.nodes[segment.members[d.member]].name,
+                "to": to,
+                "impairments": d.impairments.to_string(),
+                "settings": d.impairments,
+                "shaper": counters,
+            })
+        })
+        .collect()
+}
+
+pub fn status(lab: &str, as_json: bool) -> Result<(), Failure> {
+    let state = load(lab)?;
+    let shaper_json = state
+        .shaper
+        .as_ref()
+        .map(|p| json!({"pid": p.pid, "running": sys::process_alive(p.pid, p.start_time)}));
+    let nodes: Vec<Value> = state
+        .topology
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            json!({
+                "name": n.name,
+                "netns": state.netns(i),
+                "client": n.client,
+                "process": process_json(&state, &n.name),
+                "interfaces": n.interfaces.iter().map(|f| json!({
+                    "ifname": f.ifname,
+                    "address": format!("{}/{}", f.addr, f.prefix_len),
+                    "segment": state.topology.segments[f.segment].name,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    if as_json {
+        let doc = json!({
+            "lab": state.lab,
+            "ready": state.ready,
+            "link_backend": state.backend.name(),
+            "shaper": shaper_json,
+            "vars": state.topology.vars,
+            "nodes": nodes,
+            "links": links_json(&state),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        return Ok(());
+    }
+    let shaper_text = match &shaper_json {
+        Some(s) if s["running"] == true => format!(", shaper pid {}", s["pid"]),
+        Some(s) => format!(
+            ", SHAPER pid {} IS NOT RUNNING: impaired links carry no traffic",
+            s["pid"]
+        ),
+        None => String::new(),
+    };
+    println!(
+        "lab {}{} — {} link backend{}",
+        state.lab,
+        if state.ready { "" } else { " (not ready)" },
+        state.backend.name(),
+        shaper_text
+    );
+    println!("\n{:<16} {:<18} ADDRESSES", "NODE", "PROCESS");
+    for node in &nodes {
+        let process = match &node["process"] {
+            Value::Null => "-".to_string(),
+            p if p["running"] == true => format!("pid {} running", p["pid"]),
+            p => format!("pid {} EXITED", p["pid"]),
+        };
+        let addresses: Vec<String> = node["interfaces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                format!(
+                    "{} {}",
+                    f["ifname"].as_str().unwrap_or(""),
+                    f["address"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        println!(
+            "{:<16} {:<18} {}",
+            node["name"].as_str().unwrap_or(""),
+            process,
+            addresses.join(", ")
+        );
+    }
+    println!();
+    print_links(&state, false)
+}
+
+pub fn print_links(state: &LabState, as_json: bool) -> Result<(), Failure> {
+    let links = links_json(state);
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&links).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    println!(
+        "{:<28} {:<30} {:<44} SHAPER",
+        "LINK", "DIRECTION", "IMPAIRMENTS"
+    );
+    for link in &links {
+        let to: Vec<&str> = link["to"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let direction = format!(
+            "{} -> {}",
+            link["from"].as_str().unwrap_or(""),
+            to.join(",")
+        );
+        let shaper = match &link["shaper"] {
+            Value::Null => "-".to_string(),
+            s => format!(
+                "{} pkts, {} lost, {} overflow, {} queued",
+                s["stats"]["packets"],
+                s["stats"]["dropped_loss"],
+                s["stats"]["dropped_queue_full"],
+                s["queued"]
+            ),
+        };
+        println!(
+            "{:<28} {:<30} {:<44} {}",
+            link["segment"].as_str().unwrap_or(""),
+            direction,
+            link["impairments"].as_str().unwrap_or(""),
+            shaper
+        );
+    }
+    Ok(())
+}

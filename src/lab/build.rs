@@ -1,0 +1,270 @@
+//! `cdnlab up`: namespaces, links, addresses, routes, names, link emulation and node processes,
+//! in that order. Any failure (or Ctrl-C) tears down what was made and reports the cause.
+
+use super::links::{self, lan_port_name, IPTABLES};
+use super::process;
+use super::state::{lab_dir, netns_of_lan, netns_of_node, Backend, LabState, NETNS_PREFIX};
+use super::sys::{self, err, Result};
+use super::{interrupt, shaper, teardown};
+use crate::roles::ROLES;
+use crate::topology::{hosts_entries, Program, SegmentKind, Topology};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+pub struct UpOptions {
+    /// `auto`, `kernel` or `userspace`.
+    pub link_backend: String,
+    /// Where clients write results; defaults to the lab's state directory.
+    pub out_dir: Option<PathBuf>,
+    /// Seeds the link emulation's random numbers (loss, jitter).
+    pub seed: u64,
+}
+
+/// Checks what `up` needs before anything is created.
+fn preflight(topology: &Topology, backend: Backend) -> Result<()> {
+    if !sys::is_root() {
+        return err("cdnlab needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network namespaces; run it with sudo. Nothing was created.");
+    }
+    let mut tools = vec!["ip"];
+    match backend {
+        Backend::Kernel => tools.push("tc"),
+        Backend::Userspace => tools.extend([IPTABLES, "iptables-legacy-restore"]),
+    }
+    for tool in tools {
+        if !sys::on_path(tool) {
+            let package = if tool.starts_with("iptables") {
+                "iptables"
+            } else {
+                "iproute2"
+            };
+            return err(format!(
+                "`{tool}` is not installed (Debian package `{package}`); the {} link backend needs it. Nothing was created.",
+                backend.name()
+            ));
+        }
+    }
+    let bin_dir = sys::bin_dir()?;
+    for node in &topology.nodes {
+        if let Program::Role { role, .. } = &node.program {
+            if !ROLES.contains(&role.as_str()) || !bin_dir.join(role).is_file() {
+                return err(format!(
+                    "node {}: the role binary `{role}` is not in {} (build the workspace). Nothing was created.",
+                    node.name,
+                    bin_dir.display()
+                ));
+            }
+        }
+    }
+    let lab = &topology.name;
+    if lab_dir(lab).exists() {
+        return err(format!(
+            "lab `{lab}` is already up (state in {}); run `cdnlab down {lab}` first, or pick another --name",
+            lab_dir(lab).display()
+        ));
+    }
+    let prefix = format!("{NETNS_PREFIX}{lab}.");
+    if let Some(stale) = existing_netns()
+        .into_iter()
+        .find(|n| n.starts_with(&prefix))
+    {
+        return err(format!(
+            "namespace {stale} of an earlier lab `{lab}` is still there; run `cdnlab clean` first"
+        ));
+    }
+    Ok(())
+}
+
+/// Names in /run/netns.
+pub fn existing_netns() -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect()
+}
+
+/// Brings the lab up and returns its state; on failure nothing is left behind.
+pub fn up(topology: Topology, options: &UpOptions) -> Result<LabState> {
+    let backend = links::choose_backend(&options.link_backend)?;
+    preflight(&topology, backend)?;
+    let lab = topology.name.clone();
+    let mut namespaces: Vec<String> = topology
+        .nodes
+        .iter()
+        .map(|n| netns_of_node(&lab, &n.name))
+        .collect();
+    namespaces.extend(
+        topology
+            .segments
+            .iter()
+            .filter(|s| s.kind == SegmentKind::Lan)
+            .map(|s| netns_of_lan(&lab, &s.name)),
+    );
+    let mut state = LabState {
+        directions: links::plan_directions(&lab, &topology),
+        out_dir: options
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| lab_dir(&lab).join("out")),
+        lab,
+        backend,
+        namespaces,
+        topology,
+        processes: BTreeMap::new(),
+        shaper: None,
+        ready: false,
+    };
+    // The state is written before anything exists, so `down` and `clean` can always find it.
+    state.save()?;
+    match build(&mut state, options.seed) {
+        Ok(()) => Ok(state),
+        Err(e) => {
+            let _ = teardown::teardown(&state);
+            Err(e)
+        }
+    }
+}
+
+fn build(state: &mut LabState, seed: u64) -> Result<()> {
+    let topology = state.topology.clone();
+    let lab = state.lab.clone();
+    sys::ip_batch(
+        None,
+        &state
+            .namespaces
+            .iter()
+            .map(|ns| format!("netns add {ns}"))
+            .collect::<Vec<_>>(),
+    )?;
+    interrupt::check()?;
+    for ns in state.namespaces.clone() {
+        let bridge = ns.contains(".lan.") && state.backend == Backend::Userspace;
+        sys::in_netns(&ns, move || {
+            for (key, value) in [
+                ("net/ipv4/ip_forward", "1"),
+                ("net/ipv4/conf/all/rp_filter", "0"),
+                ("net/ipv4/conf/default/rp_filter", "0"),
+                ("net/ipv6/conf/all/disable_ipv6", "1"),
+                ("net/ipv6/conf/default/disable_ipv6", "1"),
+            ] {
+                sys::write_sysctl(key, value)?;
+            }
+            if bridge {
+                // Bridged frames must pass iptables for the LAN's queues to see them.
+                sys::write_sysctl("net/bridge/bridge-nf-call-iptables", "1")?;
+            }
+            Ok(())
+        })?;
+    }
+    interrupt::check()?;
+    sys::ip_batch(None, &link_commands(&lab, &topology))?;
+    interrupt::check()?;
+    for (n, node) in topology.nodes.iter().enumerate() {
+        let mut lines = vec!["link set lo up".to_string()];
+        for iface in &node.interfaces {
+            lines.push(format!(
+                "addr add {}/{} dev {}",
+                iface.addr, iface.prefix_len, iface.ifname
+            ));
+            lines.push(format!("link set {} up", iface.ifname));
+        }
+        for route in &node.routes {
+            lines.push(format!(
+                "route add {}/{} via {} dev {}",
+                route.dst, route.prefix_len, route.via, route.ifname
+            ));
+        }
+        sys::ip_batch(Some(&state.netns(n)), &lines)?;
+        interrupt::check()?;
+    }
+    for segment in topology
+        .segments
+        .iter()
+        .filter(|s| s.kind == SegmentKind::Lan)
+    {
+        let mut lines = vec!["link set lo up".to_string(), "link set br0 up".to_string()];
+        for m in 0..segment.members.len() {
+            lines.push(format!("link set {} master br0", lan_port_name(m)));
+            lines.push(format!("link set {} up", lan_port_name(m)));
+        }
+        sys::ip_batch(Some(&netns_of_lan(&lab, &segment.name)), &lines)?;
+    }
+    write_hosts(state)?;
+    match state.backend {
+        Backend::Kernel => links::install_qdiscs(state)?,
+        Backend::Userspace => {
+            state.shaper = Some(shaper::start(state, seed)?);
+            state.save()?;
+            links::install_queue_rules(state)?;
+        }
+    }
+    interrupt::check()?;
+    let mut children = Vec::new();
+    for n in 0..topology.nodes.len() {
+        if !topology.nodes[n].client {
+            children.push((n, process::start_node(state, n)?));
+        }
+    }
+    for (n, child) in children.iter_mut() {
+        process::wait_ready(state, *n, child)?;
+    }
+    state.ready = true;
+    state.save()?;
+    Ok(())
+}
+
+/// The root namespace's `ip -batch` lines that create every veth (both ends placed straight in
+/// their namespaces, so nothing of the lab ever sits in the root namespace) and LAN bridge.
+fn link_commands(lab: &str, topology: &Topology) -> Vec<String> {
+    let ifname = |node: usize, segment: usize| {
+        topology.nodes[node]
+            .interfaces
+            .iter()
+            .find(|i| i.segment == segment)
+            .map(|i| i.ifname.clone())
+            .unwrap_or_default()
+    };
+    let mut lines = Vec::new();
+    for (s, segment) in topology.segments.iter().enumerate() {
+        match segment.kind {
+            SegmentKind::Link => {
+                let (a, b) = (segment.members[0], segment.members[1]);
+                lines.push(format!(
+                    "link add {} netns {} type veth peer name {} netns {}",
+                    ifname(a, s),
+                    netns_of_node(lab, &topology.nodes[a].name),
+                    ifname(b, s),
+                    netns_of_node(lab, &topology.nodes[b].name)
+                ));
+            }
+            SegmentKind::Lan => {
+                let hub = netns_of_lan(lab, &segment.name);
+                lines.push(format!("link add br0 netns {hub} type bridge"));
+                for (m, &member) in segment.members.iter().enumerate() {
+                    lines.push(format!(
+                        "link add {} netns {} type veth peer name {} netns {hub}",
+                        ifname(member, s),
+                        netns_of_node(lab, &topology.nodes[member].name),
+                        lan_port_name(m)
+                    ));
+                }
+            }
+        }
+    }
+    lines
+}
+
+/// Every node's /etc/hosts (mounted by `ip netns exec`) names every node.
+fn write_hosts(state: &LabState) -> Result<()> {
+    let mut text = String::from("127.0.0.1\tlocalhost\n");
+    for (name, addr) in hosts_entries(&state.topology) {
+        text += &format!("{addr}\t{name}\n");
+    }
+    for ns in &state.namespaces {
+        let dir = PathBuf::from("/etc/netns").join(ns);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("hosts"), &text)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,50 @@
+//! Changes to a running lab — link impairments, node stops and starts — each recorded in the
+//! lab's event log. `cdnlab link set` and `run`'s timeline both come through here.
+
+use super::state::LabState;
+use super::sys::Result;
+use super::{events, links, process};
+use netem::ImpairmentsChange;
+
+/// Applies `change` to the directions of `segment` sent by `senders`, and records it.
+pub fn change_segment(
+    state: &mut LabState,
+    segment: usize,
+    senders: &[usize],
+    change: &ImpairmentsChange,
+) -> Result<()> {
+    for &sender in senders {
+        let Some(index) = state.direction_index(segment, sender) else {
+            continue;
+        };
+        let new = change.apply_to(&state.directions[index].impairments);
+        links::set_direction(state, index, new.clone())?;
+        let id = state.directions[index].id(&state.topology);
+        events::record(
+            state,
+            serde_json::json!({"event": "link_set", "direction": id, "impairments": new.to_string()}),
+        )?;
+    }
+    state.save()
+}
+
+/// Stops a node's process and records it.
+pub fn stop_node(state: &mut LabState, node: usize) -> Result<()> {
+    process::stop_node(state, node)?;
+    let name = state.topology.nodes[node].name.clone();
+    events::record(
+        state,
+        serde_json::json!({"event": "node_stop", "node": name}),
+    )
+}
+
+/// Starts a node's process again and records it.
+pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<std::process::Child>> {
+    let child = process::start_node(state, node)?;
+    let name = state.topology.nodes[node].name.clone();
+    events::record(
+        state,
+        serde_json::json!({"event": "node_start", "node": name}),
+    )?;
+    Ok(child)
+}

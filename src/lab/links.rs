@@ -1,0 +1,190 @@
+//! Link emulation for a lab: which queue or qdisc carries each direction of each segment, and
+//! how a change reaches it. The kernel backend puts a tc-netem qdisc on the sender's egress; the
+//! userspace backend queues the direction on the receiver's ingress (NFQUEUE) where the
+//! `cdnlab-shaper` daemon holds each packet until netem would have released it.
+
+use super::state::{netns_of_lan, netns_of_node, Backend, Direction, LabState};
+use super::sys::{self, err, Result};
+use crate::topology::{SegmentKind, Topology};
+use netem::Impairments;
+
+/// The iptables binary: nft's `queue` is missing on many kernels (ours among them), the legacy
+/// NFQUEUE target is not.
+pub const IPTABLES: &str = "iptables-legacy";
+
+/// Every direction of every segment, with where each backend applies it.
+pub fn plan_directions(lab: &str, topology: &Topology) -> Vec<Direction> {
+    let mut directions = Vec::new();
+    for (s, segment) in topology.segments.iter().enumerate() {
+        for (m, &sender) in segment.members.iter().enumerate() {
+            let sender_node = &topology.nodes[sender];
+            let sender_ifname = interface_on(topology, sender, s);
+            let (queue_netns, queue_ifname, queue_physdev, queue_num) = match segment.kind {
+                SegmentKind::Link => {
+                    let receiver = segment.members[1 - m];
+                    let receiver_if = topology.nodes[receiver]
+                        .interfaces
+                        .iter()
+                        .position(|i| i.segment == s)
+                        .unwrap_or(0);
+                    (
+                        netns_of_node(lab, &topology.nodes[receiver].name),
+                        topology.nodes[receiver].interfaces[receiver_if]
+                            .ifname
+                            .clone(),
+                        false,
+                        receiver_if as u16,
+                    )
+                }
+                SegmentKind::Lan => (
+                    netns_of_lan(lab, &segment.name),
+                    lan_port_name(m),
+                    true,
+                    m as u16,
+                ),
+            };
+            directions.push(Direction {
+                segment: s,
+                member: m,
+                impairments: segment.egress[m].clone(),
+                queue_netns,
+                queue_ifname,
+                queue_physdev,
+                queue_num,
+                sender_netns: netns_of_node(lab, &sender_node.name),
+                sender_ifname,
+            });
+        }
+    }
+    directions
+}
+
+/// The bridge port of a LAN's `member`-th member, in the LAN's namespace.
+pub fn lan_port_name(member: usize) -> String {
+    format!("p{member}")
+}
+
+fn interface_on(topology: &Topology, node: usize, segment: usize) -> String {
+    topology.nodes[node]
+        .interfaces
+        .iter()
+        .find(|i| i.segment == segment)
+        .map(|i| i.ifname.clone())
+        .unwrap_or_default()
+}
+
+/// The iptables rule (after `-A`/`-D PREROUTING`) that queues a direction.
+fn queue_rule(direction: &Direction) -> String {
+    let matcher = if direction.queue_physdev {
+        format!("-m physdev --physdev-in {}", direction.queue_ifname)
+    } else {
+        format!("-i {}", direction.queue_ifname)
+    };
+    format!("{matcher} -j NFQUEUE --queue-num {}", direction.queue_num)
+}
+
+/// Installs the NFQUEUE rules of every impaired direction, one iptables-restore per namespace.
+pub fn install_queue_rules(state: &LabState) -> Result<()> {
+    let mut by_netns: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for direction in state.directions.iter().filter(|d| !d.impairments.is_none()) {
+        by_netns
+            .entry(direction.queue_netns.as_str())
+            .or_default()
+            .push(format!("-A PREROUTING {}", queue_rule(direction)));
+    }
+    for (netns, rules) in by_netns {
+        let text = format!(
+            "*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n{}\nCOMMIT\n",
+            rules.join("\n")
+        );
+        let restore = format!("{IPTABLES}-restore");
+        sys::run(&["ip", "netns", "exec", netns, &restore], Some(&text))?;
+    }
+    Ok(())
+}
+
+/// Installs the tc-netem qdisc of every impaired direction (kernel backend).
+pub fn install_qdiscs(state: &LabState) -> Result<()> {
+    for direction in &state.directions {
+        apply_qdisc(direction, None, &direction.impairments)?;
+    }
+    Ok(())
+}
+
+/// Runs the tc commands that take the sender's qdisc from `current` (`None`: no qdisc yet)
+/// to `next`, inside the sender's namespace.
+fn apply_qdisc(
+    direction: &Direction,
+    current: Option<&Impairments>,
+    next: &Impairments,
+) -> Result<()> {
+    let commands = netem::kernel::netem_apply_argvs(&direction.sender_ifname, current, next)
+        .map_err(|e| sys::Error(format!("{}: {e}", direction.sender_ifname)))?;
+    for argv in commands {
+        let mut full: Vec<&str> = vec!["tc", "-n", &direction.sender_netns];
+        full.extend(argv.iter().skip(1).map(String::as_str));
+        sys::run(&full, None)?;
+    }
+    Ok(())
+}
+
+/// Changes one direction's impairments in a running lab, without restarting anything.
+pub fn set_direction(state: &mut LabState, index: usize, new: Impairments) -> Result<()> {
+    let direction = state.directions[index].clone();
+    let old = &direction.impairments;
+    match state.backend {
+        Backend::Kernel => {
+            let current = (!old.is_none()).then_some(old);
+            apply_qdisc(&direction, current, &new)?;
+        }
+        Backend::Userspace => {
+            let id = direction.id(&state.topology);
+            super::shaper::set(state, &id, &new)?;
+            let rule = queue_rule(&direction);
+            let change = match (old.is_none(), new.is_none()) {
+                (true, false) => Some("-A"),
+                (false, true) => Some("-D"),
+                _ => None,
+            };
+            if let Some(op) = change {
+                let mut argv = vec![
+                    "ip",
+                    "netns",
+                    "exec",
+                    &direction.queue_netns,
+                    IPTABLES,
+                    "-t",
+                    "raw",
+                    op,
+                    "PREROUTING",
+                ];
+                argv.extend(rule.split(' '));
+                sys::run(&argv, None)?;
+            }
+        }
+    }
+    state.directions[index].impairments = new;
+    Ok(())
+}
+
+/// Chooses the backend: `auto` takes the kernel's when `sch_netem` is there.
+pub fn choose_backend(requested: &str) -> Result<Backend> {
+    match requested {
+        "auto" => Ok(if netem::kernel::netem_available() {
+            Backend::Kernel
+        } else {
+            Backend::Userspace
+        }),
+        "kernel" => {
+            if netem::kernel::netem_available() {
+                Ok(Backend::Kernel)
+            } else {
+                err("--link-backend kernel: this kernel has no sch_netem (tc-netem); use --link-backend userspace or auto")
+            }
+        }
+        "userspace" => Ok(Backend::Userspace),
+        other => err(format!(
+            "--link-backend `{other}`: expected auto, kernel or userspace"
+        )),
+    }
+}

@@ -1,0 +1,17 @@
+//! A running lab: network namespaces joined by emulated links, with processes in them.
+
+pub mod build;
+pub mod control;
+pub mod events;
+pub mod interrupt;
+pub mod links;
+pub mod process;
+pub mod shaper;
+pub mod state;
+pub mod sys;
+pub mod teardown;
+
+pub use build::{up, UpOptions};
+pub use state::{Backend, LabState};
+pub use sys::{Error, Result};
+pub use teardown::{clean, down};

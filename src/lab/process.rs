@@ -1,0 +1,229 @@
+//! Node processes: started in their namespace, in a session of their own (so a Ctrl-C at the
+//! terminal reaches the orchestrator, which then stops them in order), logging to one file each.
+
+use super::state::{LabState, ProcessRecord};
+use super::sys::{self, err, Error, Result};
+use crate::topology::{Program, Ready};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a stopped process gets between SIGTERM and SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// Starts `argv` in a new session with stdout and stderr appended to `log`.
+pub fn spawn_detached(argv: &[String], env: &[(String, String)], log: &Path) -> Result<Child> {
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| Error(format!("{}: {e}", log.display())))?;
+    let err_out = out.try_clone()?;
+    let mut command = Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err_out);
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    command
+        .spawn()
+        .map_err(|e| Error(format!("cannot start `{}`: {e}", argv.join(" "))))
+}
+
+pub fn record_of(child: &Child) -> Result<ProcessRecord> {
+    let pid = child.id() as i32;
+    let start_time = sys::process_start_time(pid)
+        .ok_or_else(|| Error(format!("process {pid} vanished right after it started")))?;
+    Ok(ProcessRecord { pid, start_time })
+}
+
+/// The last `lines` lines of a log, indented, for error messages.
+pub fn log_tail(log: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    let tail = &all[all.len().saturating_sub(lines)..];
+    if tail.is_empty() {
+        format!("  ({} is empty)", log.display())
+    } else {
+        tail.iter()
+            .map(|l| format!("  | {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// The command line that runs node `node` inside its namespace, or `None` for a plain host.
+fn node_argv(state: &LabState, node: usize) -> Result<Option<Vec<String>>> {
+    let spec = &state.topology.nodes[node];
+    let program = match &spec.program {
+        Program::None => return Ok(None),
+        Program::Command { argv } => argv.clone(),
+        Program::Role { role, config } => {
+            let binary = sys::bin_dir()?.join(role);
+            let config_path = state
+                .dir()
+                .join("configs")
+                .join(format!("{}.toml", spec.name));
+            std::fs::create_dir_all(state.dir().join("configs"))?;
+            let text = toml::to_string(config)
+                .map_err(|e| Error(format!("node {}: its config: {e}", spec.name)))?;
+            std::fs::write(&config_path, text)?;
+            vec![
+                binary.to_string_lossy().into_owned(),
+                "--config".into(),
+                config_path.to_string_lossy().into_owned(),
+            ]
+        }
+    };
+    let mut argv = vec![
+        "ip".to_string(),
+        "netns".into(),
+        "exec".into(),
+        state.netns(node),
+    ];
+    argv.extend(program);
+    Ok(Some(argv))
+}
+
+/// Starts node `node`'s program (if it has one) and records it in the state.
+pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<Child>> {
+    let Some(argv) = node_argv(state, node)? else {
+        return Ok(None);
+    };
+    let spec = &state.topology.nodes[node];
+    let out_dir = state.out_dir.join(&spec.name);
+    std::fs::create_dir_all(&out_dir)?;
+    let mut env: Vec<(String, String)> = spec
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.push(("CDNLAB_LAB".into(), state.lab.clone()));
+    env.push(("CDNLAB_NODE".into(), spec.name.clone()));
+    env.push((
+        "CDNLAB_OUT_DIR".into(),
+        out_dir.to_string_lossy().into_owned(),
+    ));
+    let name = spec.name.clone();
+    let child = spawn_detached(&argv, &env, &state.log_path(&name))?;
+    state.processes.insert(name, record_of(&child)?);
+    state.save()?;
+    Ok(Some(child))
+}
+
+/// Stops node `node`'s process: SIGTERM to its session, SIGKILL after the grace period.
+pub fn stop_node(state: &mut LabState, node: usize) -> Result<()> {
+    let name = state.topology.nodes[node].name.clone();
+    if let Some(record) = state.processes.remove(&name) {
+        stop_processes(&[record]);
+        state.save()?;
+    }
+    Ok(())
+}
+
+/// SIGTERM to every process (and its session), then SIGKILL to what is left after the grace.
+pub fn stop_processes(records: &[ProcessRecord]) {
+    let alive = |r: &&ProcessRecord| sys::process_alive(r.pid, r.start_time);
+    for record in records.iter().filter(alive) {
+        sys::signal_group(record.pid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + STOP_GRACE;
+    while Instant::now() < deadline && records.iter().any(|r| alive(&r)) {
+        reap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for record in records.iter().filter(alive) {
+        sys::signal_group(record.pid, libc::SIGKILL);
+    }
+    reap();
+}
+
+/// Collects exited children of this process so they do not linger as zombies.
+fn reap() {
+    // SAFETY: waitpid with WNOHANG on any child only reaps exited children.
+    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+}
+
+/// Waits until node `node` is ready (its `ready` check passes), failing with its log's tail if
+/// it exits or times out.
+pub fn wait_ready(state: &LabState, node: usize, child: &mut Option<Child>) -> Result<()> {
+    let spec = &state.topology.nodes[node];
+    let Some(ready) = &spec.ready else {
+        return Ok(());
+    };
+    let log = state.log_path(&spec.name);
+    let deadline = Instant::now() + Duration::from_nanos(spec.ready_timeout_ns);
+    let addr = spec.interfaces.first().map(|i| i.addr);
+    loop {
+        if check_ready(state, node, ready, addr)? {
+            return Ok(());
+        }
+        if let Some(child) = child.as_mut() {
+            if let Ok(Some(status)) = child.try_wait() {
+                return err(format!(
+                    "node {} exited ({status}) before it was ready; the end of {}:\n{}",
+                    spec.name,
+                    log.display(),
+                    log_tail(&log, 10)
+                ));
+            }
+        }
+        if Instant::now() > deadline {
+            return err(format!(
+                "node {} was not ready within {:?} ({}); the end of {}:\n{}",
+                spec.name,
+                Duration::from_nanos(spec.ready_timeout_ns),
+                describe_ready(ready),
+                log.display(),
+                log_tail(&log, 10)
+            ));
+        }
+        super::interrupt::check()?;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn describe_ready(ready: &Ready) -> String {
+    match ready {
+        Ready::Tcp(port) => format!("waiting for TCP port {port}"),
+        Ready::Command(argv) => format!("waiting for `{}` to succeed", argv.join(" ")),
+    }
+}
+
+fn check_ready(
+    state: &LabState,
+    node: usize,
+    ready: &Ready,
+    addr: Option<std::net::Ipv4Addr>,
+) -> Result<bool> {
+    let netns = state.netns(node);
+    match ready {
+        Ready::Tcp(port) => {
+            let target =
+                std::net::SocketAddr::from((addr.unwrap_or(std::net::Ipv4Addr::LOCALHOST), *port));
+            sys::in_netns(&netns, move || {
+                Ok(
+                    std::net::TcpStream::connect_timeout(&target, Duration::from_millis(200))
+                        .is_ok(),
+                )
+            })
+        }
+        Ready::Command(argv) => {
+            let mut full = vec!["ip", "netns", "exec", &netns];
+            full.extend(argv.iter().map(String::as_str));
+            Ok(sys::run(&full, None).is_ok())
+        }
+    }
+}

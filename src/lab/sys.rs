@@ -1,0 +1,157 @@
+//! Thin wrappers over the system: running `ip`/`iptables`/`tc`, entering a namespace from a
+//! thread, and identifying processes.
+
+use std::fmt;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// An error of the lab: one message naming what failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error(e.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Builds an error message.
+pub fn err<T>(message: impl Into<String>) -> Result<T> {
+    Err(Error(message.into()))
+}
+
+/// Runs `argv` to completion, feeding `stdin`; fails with the command and its stderr.
+pub fn run(argv: &[&str], stdin: Option<&str>) -> Result<String> {
+    let mut child = Command::new(argv[0])
+        .args(&argv[1..])
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error(format!("cannot run `{}`: {e}", argv[0])))?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // A command that fails early closes its stdin; its stderr says why.
+        let _ = pipe.write_all(text.as_bytes());
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|e| Error(format!("`{}`: {e}", argv.join(" "))))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return err(format!(
+            "`{}` failed ({}): {}",
+            argv.join(" "),
+            output.status,
+            stderr.trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Runs a batch of `ip` commands (one per line) in one process, optionally inside `netns`.
+pub fn ip_batch(netns: Option<&str>, lines: &[String]) -> Result<()> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let mut argv = vec!["ip"];
+    if let Some(ns) = netns {
+        argv.extend(["-n", ns]);
+    }
+    argv.extend(["-batch", "-"]);
+    run(&argv, Some(&(lines.join("\n") + "\n"))).map(|_| ())
+}
+
+/// Runs `f` on a thread that has entered network namespace `netns` (by its /run/netns name),
+/// so sockets it opens and /proc/sys/net files it writes belong to that namespace.
+pub fn in_netns<T: Send + 'static>(
+    netns: &str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let path = format!("/run/netns/{netns}");
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).map_err(|e| Error(format!("{path}: {e}")))?;
+        // SAFETY: setns on a valid descriptor affects only this thread, which ends after `f`.
+        let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&file), libc::CLONE_NEWNET) };
+        if rc != 0 {
+            return err(format!(
+                "cannot enter namespace {path}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        f()
+    })
+    .join()
+    .map_err(|_| Error(format!("the thread working in {netns} panicked")))?
+}
+
+/// Writes a sysctl of the current thread's namespace (`net/ipv4/ip_forward` form).
+pub fn write_sysctl(key: &str, value: &str) -> Result<()> {
+    let path = format!("/proc/sys/{key}");
+    std::fs::write(&path, value).map_err(|e| Error(format!("{path}: {e}")))
+}
+
+/// Field 22 of /proc/PID/stat: when the process started. `None` if it is gone.
+pub fn process_start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; it ends at the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// True if `pid` is still the process that started at `start_time` and is not a zombie.
+pub fn process_alive(pid: i32, start_time: u64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let Some(close) = stat.rfind(')') else {
+        return false;
+    };
+    let mut fields = stat[close + 2..].split_whitespace();
+    let state = fields.next();
+    let started = fields.nth(18).and_then(|s| s.parse::<u64>().ok());
+    state != Some("Z") && started == Some(start_time)
+}
+
+/// Sends `signal` to the process group led by `pid` (nodes run in their own sessions) and
+/// to the process itself.
+pub fn signal_group(pid: i32, signal: i32) {
+    // SAFETY: kill has no memory effects; errors (already gone) are fine.
+    unsafe {
+        libc::kill(-pid, signal);
+        libc::kill(pid, signal);
+    }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// True if `program` is found on PATH.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+        .unwrap_or(false)
+}
+
+/// The directory of the running executable, where the role binaries and the shaper are.
+pub fn bin_dir() -> Result<std::path::PathBuf> {
+    let exe = std::env::current_exe().map_err(|e| Error(format!("cannot locate cdnlab: {e}")))?;
+    exe.parent()
+        .map(|p| p.to_path_buf())
+        .ok_or_else(|| Error("cannot locate cdnlab's directory".into()))
+}

@@ -1,0 +1,254 @@
+//! Every measurement against an in-process server on 127.0.0.1 (ephemeral ports, each test
+//! well under 3 s): loopback neither loses nor delays, so anything else is a bug.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+fn server() -> RunningServer {
+    Server::bind(LOCALHOST, 0).unwrap().spawn().unwrap()
+}
+
+/// A loopback port with nothing listening on it (bound, then released).
+fn silent_port() -> SocketAddr {
+    UdpSocket::bind((LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+#[test]
+fn rtt_on_loopback_is_fast_and_lossless() {
+    let server = server();
+    let opts = RttOptions {
+        count: 50,
+        interval: Duration::from_millis(2),
+        size: 100,
+        keep_samples: true,
+    };
+    let started = Instant::now();
+    let report = measure_rtt(server.addr(), &opts).unwrap();
+    // All answered: no drain wait, so about 50 × 2 ms.
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!((report.sent, report.received), (50, 50));
+    assert_eq!(report.loss_rate, 0.0);
+    let rtt = report.rtt_ms.unwrap();
+    // The median, not the max: a busy 2-core machine may delay one wake-up by milliseconds.
+    assert!(rtt.p50 < 5.0 && rtt.min > 0.0, "{rtt:?}");
+    assert!(rtt.min <= rtt.p50 && rtt.p50 <= rtt.p99 && rtt.p99 <= rtt.max);
+    let samples = report.samples_ms.unwrap();
+    assert_eq!(samples.len(), 50);
+    assert!(samples.iter().all(Option::is_some));
+    let stats = server.stop().unwrap();
+    assert_eq!(stats.echoed_datagrams, 50);
+}
+
+#[test]
+fn rtt_to_a_silent_port_is_full_loss_after_the_drain_wait() {
+    let target = silent_port();
+    let opts = RttOptions {
+        count: 3,
+        ..RttOptions::default()
+    };
+    let started = Instant::now();
+    let report = measure_rtt(target, &opts).unwrap();
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    assert_eq!(
+        (report.sent, report.received, report.loss_rate),
+        (3, 0, 1.0)
+    );
+    assert_eq!(report.rtt_ms, None);
+}
+
+#[test]
+fn rtt_options_are_checked() {
+    let target = silent_port();
+    for opts in [
+        RttOptions {
+            count: 0,
+            ..RttOptions::default()
+        },
+        RttOptions {
+            size: 8,
+            ..RttOptions::default()
+        },
+    ] {
+        let error = measure_rtt(target, &opts).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+    }
+}
+
+#[test]
+fn wait_for_echo_finds_a_server_and_times_out_without_one() {
+    let server = server();
+    let rtt = wait_for_echo(server.addr(), Duration::from_secs(1)).unwrap();
+    assert!(rtt < Duration::from_millis(50));
+    let started = Instant::now();
+    let error = wait_for_echo(silent_port(), Duration::from_millis(300)).unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn download_goodput_on_loopback() {
+    let server = server();
+    let opts = GoodputOptions {
+        direction: Direction::Download,
+        duration: Duration::from_millis(500),
+        warmup: Duration::from_millis(200),
+    };
+    let report = measure_goodput(server.addr(), &opts).unwrap();
+    assert_eq!(report.measured_at, "client");
+    assert!(report.goodput_mbps > 100.0, "{report:?}");
+    assert!(report.window_bytes > 0 && report.window_bytes < report.bytes);
+    // The window is the 0.5 s after the warmup, up to the server's close.
+    assert!(report.seconds > 0.4 && report.seconds < 0.7, "{report:?}");
+    let mbps = report.window_bytes as f64 * 8.0 / report.seconds / 1e6;
+    assert!((mbps - report.goodput_mbps).abs() < 1e-6 * mbps);
+    assert_eq!(server.stop().unwrap().connections, 1);
+}
+
+#[test]
+fn upload_goodput_on_loopback_counts_every_byte() {
+    let server = server();
+    let opts = GoodputOptions {
+        direction: Direction::Upload,
+        duration: Duration::from_millis(500),
+        warmup: Duration::from_millis(200),
+    };
+    let report = measure_goodput(server.addr(), &opts).unwrap();
+    assert_eq!(report.measured_at, "server");
+    assert_eq!(report.sent_bytes, Some(report.bytes));
+    assert!(report.goodput_mbps > 100.0, "{report:?}");
+    assert!(report.window_bytes > 0 && report.window_bytes < report.bytes);
+    assert!(report.seconds > 0.4 && report.seconds < 0.7, "{report:?}");
+}
+
+#[test]
+fn goodput_to_a_closed_port_fails_quickly() {
+    let started = Instant::now();
+    let error = measure_goodput(silent_port(), &GoodputOptions::default()).unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::ConnectionRefused);
+    assert!(error.to_string().contains("goodput with 127.0.0.1:"));
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn stream_on_loopback_is_paced_and_lossless() {
+    let server = server();
+    let opts = StreamOptions {
+        rate_pps: 2000.0,
+        count: 1000,
+        size: 200,
+    };
+    let started = Instant::now();
+    let report = measure_stream(server.addr(), &opts).unwrap();
+    let took = started.elapsed();
+    // 1000 datagrams at 2000/s take 0.5 s.
+    assert!(
+        took >= Duration::from_millis(499) && took < Duration::from_millis(1500),
+        "{took:?}"
+    );
+    assert!((report.achieved_pps - 2000.0).abs() < 200.0, "{report:?}");
+    assert_eq!(
+        (report.sent, report.received, report.loss_rate),
+        (1000, 1000, 0.0)
+    );
+    assert_eq!(report.loss_scope, "round_trip");
+    let rtt = report.rtt_ms.unwrap();
+    assert!(rtt.p50 < 5.0, "{rtt:?}");
+    let variation = report.delay_variation_ms.unwrap();
+    assert!((variation.p99_minus_p50 - (rtt.p99 - rtt.p50)).abs() < 1e-12);
+    assert!(variation.stdev >= 0.0);
+}
+
+#[test]
+fn reports_round_trip_through_json() {
+    let server = server();
+    let report = measure_rtt(
+        server.addr(),
+        &RttOptions {
+            count: 3,
+            ..RttOptions::default()
+        },
+    )
+    .unwrap();
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(json.contains("\"rtt_ms\":{\"min\":"));
+    assert!(!json.contains("samples_ms"));
+    let parsed: RttReport = serde_json::from_str(&json).unwrap();
+    assert_eq!((parsed.sent, parsed.received), (3, 3));
+    assert_eq!(parsed.target, report.target);
+    let (a, b) = (parsed.rtt_ms.unwrap(), report.rtt_ms.unwrap());
+    assert!((a.p99 - b.p99).abs() < 1e-9 && (a.stdev - b.stdev).abs() < 1e-9);
+}
+
+/// A fresh empty directory under the system's temporary directory.
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("prb-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn client_role_writes_its_summary() {
+    let server = server();
+    let config = format!(
+        "mode = 'client'\ntarget = '127.0.0.1'\nport = {}\nrtt_count = 20\nrtt_interval = '1ms'\n\
+         goodput_seconds = 0.3\ngoodput_warmup = '100ms'\nstream_count = 200\n\
+         stream_rate_pps = 1000",
+        server.addr().port()
+    );
+    let RoleConfig::Client(role) = parse_role_config(&config.parse().unwrap()).unwrap() else {
+        panic!("not a client");
+    };
+    let summary = run_client(&role, "c1".to_string());
+    assert!(!summary.failed, "{summary:?}");
+    assert_eq!(summary.rtt_received, Some(20));
+    assert_eq!(summary.stream_received, Some(200));
+    assert!(summary.goodput_mbps.unwrap() > 100.0);
+    assert!(summary.rtt_ms_p50.unwrap() < 5.0);
+
+    let dir = temp_dir("client");
+    let path = write_summary(&dir, &summary).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["node"], "c1");
+    assert_eq!(json["failed"], false);
+    assert_eq!(json["rtt_loss_rate"], 0.0);
+    assert!(json.get("error").is_none());
+    // serde_json parses floats to within an ulp, so compare the exact fields.
+    let parsed: ClientSummary = serde_json::from_str(&text).unwrap();
+    assert_eq!(parsed.goodput_bytes, summary.goodput_bytes);
+    assert_eq!(parsed.goodput_direction, Some(Direction::Download));
+    assert_eq!(parsed.stream_sent, Some(200));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn client_role_reports_an_unreachable_target() {
+    let config = format!(
+        "mode = 'client'\ntarget = '127.0.0.1:{}'\nreach_timeout = '300ms'",
+        silent_port().port()
+    );
+    let RoleConfig::Client(role) = parse_role_config(&config.parse().unwrap()).unwrap() else {
+        panic!("not a client");
+    };
+    let started = Instant::now();
+    let summary = run_client(&role, "c2".to_string());
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(summary.failed);
+    assert!(summary.error.unwrap().contains("no echo from 127.0.0.1:"));
+    assert_eq!(summary.rtt_sent, None);
+}

@@ -1,0 +1,148 @@
+//! `cdnlab run`: bring a lab up, start its clients, play its timeline, collect every client's
+//! results, tear the lab down, and write the run directory.
+
+pub mod summary;
+
+use crate::lab::{self, control, events, interrupt, process, LabState};
+use crate::topology::{TimelineAction, Topology};
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+pub struct RunOptions {
+    pub up: lab::UpOptions,
+    /// The run directory.
+    pub out_dir: PathBuf,
+    /// The topology file as given, copied into the run directory.
+    pub topology_file: PathBuf,
+    /// Clients still running after this long are stopped and marked failed.
+    pub client_timeout: Duration,
+}
+
+/// Runs the scenario and returns the aggregated summary (also written to `OUT/summary.json`).
+pub fn run(topology: Topology, options: RunOptions) -> lab::Result<serde_json::Value> {
+    let out = &options.out_dir;
+    std::fs::create_dir_all(out).map_err(|e| lab::Error(format!("{}: {e}", out.display())))?;
+    std::fs::copy(&options.topology_file, out.join("topology.toml"))
+        .map_err(|e| lab::Error(format!("{}: {e}", options.topology_file.display())))?;
+    write_json(
+        &out.join("topology.json"),
+        &serde_json::to_value(&topology).unwrap_or_default(),
+    )?;
+    let up_options = lab::UpOptions {
+        out_dir: Some(out.join("nodes")),
+        link_backend: options.up.link_backend.clone(),
+        seed: options.up.seed,
+    };
+    let started = std::time::SystemTime::now();
+    let mut state = lab::up(topology, &up_options)?;
+    let outcome = play(&mut state, options.client_timeout);
+    // Whatever happened, the logs and events are kept and the lab is removed.
+    let kept = keep_lab_files(&state, out);
+    let removed = lab::teardown::teardown(&state);
+    let clients = outcome?;
+    kept?;
+    removed?;
+    let duration_s = started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let summary = serde_json::json!({
+        "lab": state.lab,
+        "vars": state.topology.vars,
+        "link_backend": state.backend.name(),
+        "seed": options.up.seed,
+        "duration_s": duration_s,
+        "clients": clients,
+    });
+    write_json(&out.join("summary.json"), &summary)?;
+    Ok(summary)
+}
+
+/// Starts the clients, plays the timeline until every client has exited, and collects each
+/// client's `summary.json`.
+fn play(state: &mut LabState, timeout: Duration) -> lab::Result<Vec<serde_json::Value>> {
+    let clients: Vec<usize> = (0..state.topology.nodes.len())
+        .filter(|&n| state.topology.nodes[n].client)
+        .collect();
+    events::record(state, serde_json::json!({"event": "clients_start"}))?;
+    let start = Instant::now();
+    let mut running: Vec<(usize, Option<Child>)> = Vec::new();
+    for &n in &clients {
+        running.push((n, process::start_node(state, n)?));
+    }
+    let mut statuses: Vec<(usize, Option<std::process::ExitStatus>)> = Vec::new();
+    let timeline = state.topology.timeline.clone();
+    let mut next_event = 0;
+    loop {
+        let elapsed = start.elapsed();
+        while next_event < timeline.len()
+            && Duration::from_nanos(timeline[next_event].at_ns) <= elapsed
+        {
+            apply(state, &timeline[next_event].action)?;
+            next_event += 1;
+        }
+        running.retain_mut(|(n, child)| match child.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(None)) => true,
+            Some(Ok(Some(status))) => {
+                statuses.push((*n, Some(status)));
+                false
+            }
+            _ => {
+                statuses.push((*n, None));
+                false
+            }
+        });
+        if running.is_empty() {
+            break;
+        }
+        if elapsed > timeout {
+            for (n, _) in &running {
+                process::stop_node(state, *n)?;
+                statuses.push((*n, None));
+            }
+            break;
+        }
+        interrupt::check()?;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    events::record(state, serde_json::json!({"event": "clients_done"}))?;
+    Ok(clients
+        .iter()
+        .map(|&n| {
+            let status = statuses.iter().find(|(m, _)| *m == n).and_then(|(_, s)| *s);
+            summary::client_result(state, n, status, timeout)
+        })
+        .collect())
+}
+
+fn apply(state: &mut LabState, action: &TimelineAction) -> lab::Result<()> {
+    match action {
+        TimelineAction::SetLink {
+            segment,
+            from,
+            change,
+        } => control::change_segment(state, *segment, from, change),
+        TimelineAction::StopNode { node } => control::stop_node(state, *node),
+        TimelineAction::StartNode { node } => control::start_node(state, *node).map(|_| ()),
+    }
+}
+
+/// Copies the lab's logs and event log into the run directory.
+fn keep_lab_files(state: &LabState, out: &Path) -> lab::Result<()> {
+    let logs = out.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    for entry in std::fs::read_dir(state.logs_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        std::fs::copy(entry.path(), logs.join(entry.file_name()))?;
+    }
+    if state.events_path().exists() {
+        std::fs::copy(state.events_path(), out.join("events.jsonl"))?;
+    }
+    Ok(())
+}
+
+pub fn write_json(path: &Path, value: &serde_json::Value) -> lab::Result<()> {
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    std::fs::write(path, text + "\n").map_err(|e| lab::Error(format!("{}: {e}", path.display())))
+}

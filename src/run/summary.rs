@@ -1,0 +1,140 @@
+//! Client results: each client's own `summary.json`, or a failure record when it wrote none,
+//! and the table `cdnlab run` prints.
+
+use crate::lab::{process, LabState};
+use serde_json::{json, Value};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+/// The result of client `node`: its `summary.json` (with `node` and `failed` filled in), or a
+/// failure naming why there is none.
+pub fn client_result(
+    state: &LabState,
+    node: usize,
+    status: Option<ExitStatus>,
+    timeout: Duration,
+) -> Value {
+    let name = &state.topology.nodes[node].name;
+    let path = state.out_dir.join(name).join("summary.json");
+    let log = state.log_path(name);
+    let reported: Option<Value> = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .filter(Value::is_object);
+    let failure = match status {
+        Some(s) if s.success() => None,
+        Some(s) => Some(format!("exited with {s}")),
+        None => Some(format!("did not finish within {timeout:?} and was stopped")),
+    };
+    let mut result = match reported {
+        Some(value) => value,
+        None => json!({
+            "error": format!(
+                "{}; wrote no {}; the end of its log:\n{}",
+                failure.clone().unwrap_or_else(|| "exited".into()),
+                path.display(),
+                process::log_tail(&log, 5)
+            ),
+            "failed": true,
+        }),
+    };
+    if let Some(object) = result.as_object_mut() {
+        object.insert("node".into(), json!(name));
+        let failed = object
+            .get("failed")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if !failed {
+            if let Some(why) = failure {
+                object.insert("failed".into(), json!(true));
+                object.entry("error").or_insert(json!(why));
+            } else {
+                object.insert("failed".into(), json!(false));
+            }
+        }
+    }
+    result
+}
+
+/// A table with one row per client: its node, whether it failed, and every numeric metric any
+/// client reported (columns sorted by name).
+pub fn table(summary: &Value) -> String {
+    let clients: Vec<&Value> = summary["clients"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut columns: Vec<String> = clients
+        .iter()
+        .filter_map(|c| c.as_object())
+        .flat_map(|o| {
+            o.iter()
+                .filter(|(_, v)| v.is_number())
+                .map(|(k, _)| k.clone())
+        })
+        .collect();
+    columns.sort();
+    columns.dedup();
+    let mut header = vec!["node".to_string(), "status".to_string()];
+    header.extend(columns.iter().cloned());
+    let mut rows = vec![header];
+    for client in &clients {
+        let mut row = vec![
+            client["node"].as_str().unwrap_or("?").to_string(),
+            if client["failed"] == true {
+                "FAILED"
+            } else {
+                "ok"
+            }
+            .to_string(),
+        ];
+        for column in &columns {
+            row.push(match client[column.as_str()].as_f64() {
+                Some(v) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
+                Some(v) => format!("{v:.3}"),
+                None => "-".into(),
+            });
+        }
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let mut text = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:>width$}"))
+            .collect();
+        text += cells.join("  ").trim_end();
+        text.push('\n');
+    }
+    for client in clients.iter().filter(|c| c["failed"] == true) {
+        text += &format!(
+            "{} failed: {}\n",
+            client["node"].as_str().unwrap_or("?"),
+            client["error"].as_str().unwrap_or("no error given")
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_has_a_column_per_metric_and_names_failures() {
+        let summary = json!({"clients": [
+            {"node": "a", "failed": false, "rtt_ms_p50": 40.25, "goodput_mbps": 19.5},
+            {"node": "b", "failed": true, "error": "target unreachable"},
+        ]});
+        let text = table(&summary);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains("goodput_mbps") && lines[0].contains("rtt_ms_p50"));
+        assert!(lines[1].contains("19.500") && lines[1].contains("40.250"));
+        assert!(lines[2].contains("FAILED"));
+        assert_eq!(lines[3], "b failed: target unreachable");
+    }
+}

@@ -1,0 +1,113 @@
+//! From a topology file's text to a `Topology`: syntax, variables, nodes, segments and
+//! timeline (all their problems reported together), then connectivity and addresses, then
+//! routes. Nothing is returned unless everything checks out.
+
+use super::addressing::{assign_subnets, place_segments};
+use super::error::{Diags, Problem, TopologyError};
+use super::graph::check_connected;
+use super::model::{Node, Program, Topology};
+use super::names::{check_lab_name, NodeNames};
+use super::nodes::read_nodes;
+use super::reader::{self, check_keys};
+use super::routes::compute_routes;
+use super::segments::{read_lans, read_links};
+use super::timeline::read_timeline;
+use super::vars::{read_vars, substitute};
+use std::path::Path;
+use toml::de::DeTable;
+
+/// What the command line adds to a file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadOptions<'a> {
+    /// `--name`: the lab name, instead of the file's `name`.
+    pub name: Option<&'a str>,
+    /// `--set NAME=VALUE` overrides of `[vars]`, in command-line order.
+    pub set: &'a [(String, String)],
+}
+
+const TOP_KEYS: [&str; 6] = ["name", "vars", "nodes", "links", "lans", "timeline"];
+
+/// Reads and parses a topology file; errors name the file as `path` is written.
+pub fn load(path: &Path, opts: &LoadOptions) -> Result<Topology, TopologyError> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| TopologyError::file(&source, format!("cannot read the file: {error}")))?;
+    parse(&text, &source, opts)
+}
+
+/// Parses a topology; `source` is the file name errors show.
+pub fn parse(text: &str, source: &str, opts: &LoadOptions) -> Result<Topology, TopologyError> {
+    let mut root = DeTable::parse(text)
+        .map_err(|error| syntax_error(text, source, &error))?
+        .into_inner();
+    let mut diags = Diags::new(text);
+    check_keys(&root, &TOP_KEYS, "the file", &mut diags);
+    let vars = read_vars(&root, opts.set, &mut diags);
+    substitute(&mut root, &vars, &mut diags);
+    let name = read_lab_name(&root, opts.name, &mut diags);
+    let nodes = read_nodes(&root, &mut diags);
+    let names = NodeNames::new(nodes.iter().map(|(name, _)| name.clone()).collect());
+    let plain: Vec<bool> = nodes
+        .iter()
+        .map(|(_, node)| node.as_ref().is_some_and(|n| n.program == Program::None))
+        .collect();
+    let mut raw_segments = read_links(&root, &names, &mut diags);
+    raw_segments.extend(read_lans(&root, &names, &mut diags));
+    let timeline = read_timeline(&root, &names, &plain, &raw_segments, &mut diags);
+    if !diags.is_empty() {
+        return Err(diags.into_error(source));
+    }
+    // With no problems reported, every node was read and a lab name found.
+    let mut nodes: Vec<Node> = nodes.into_iter().filter_map(|(_, node)| node).collect();
+    check_connected(&names, &raw_segments, &mut diags);
+    let subnets = assign_subnets(&raw_segments, &mut diags);
+    let Some(name) = name.filter(|_| diags.is_empty()) else {
+        return Err(diags.into_error(source));
+    };
+    let segments = place_segments(raw_segments, &subnets, &mut nodes);
+    compute_routes(&mut nodes, &segments);
+    Ok(Topology {
+        name,
+        vars,
+        nodes,
+        segments,
+        timeline,
+    })
+}
+
+fn syntax_error(text: &str, source: &str, error: &toml::de::Error) -> TopologyError {
+    TopologyError {
+        problems: vec![Problem {
+            source: source.to_string(),
+            line_col: error
+                .span()
+                .map(|span| super::error::line_col(text, span.start)),
+            message: format!("invalid TOML: {}", error.message()),
+        }],
+    }
+}
+
+/// `--name`, else the file's `name`.
+fn read_lab_name(root: &DeTable, flag: Option<&str>, diags: &mut Diags) -> Option<String> {
+    if let Some(name) = flag {
+        return match check_lab_name(name) {
+            Ok(()) => Some(name.to_string()),
+            Err(message) => {
+                diags.option("--name", message);
+                None
+            }
+        };
+    }
+    let Some(value) = root.get("name") else {
+        diags.file("no lab name: add `name = \"...\"` at the top, or pass --name");
+        return None;
+    };
+    let name = reader::string(value, "name", diags)?;
+    match check_lab_name(name.get_ref()) {
+        Ok(()) => Some(name.into_inner()),
+        Err(message) => {
+            diags.at(&name.span(), message);
+            None
+        }
+    }
+}

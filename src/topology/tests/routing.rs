@@ -1,0 +1,362 @@
+//! Addresses, interfaces and routes.
+
+use super::topology;
+use crate::topology::{hosts_entries, load, Interface, LoadOptions, Route, Topology};
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::Instant;
+
+fn addr(text: &str) -> Ipv4Addr {
+    text.parse().unwrap()
+}
+
+fn route(dst: &str, prefix_len: u8, via: &str, ifname: &str) -> Route {
+    Route {
+        dst: addr(dst),
+        prefix_len,
+        via: addr(via),
+        ifname: ifname.to_string(),
+    }
+}
+
+fn interface(ifname: &str, segment: usize, address: &str, prefix_len: u8) -> Interface {
+    Interface {
+        ifname: ifname.to_string(),
+        segment,
+        addr: addr(address),
+        prefix_len,
+    }
+}
+
+fn in_subnet(address: Ipv4Addr, net: Ipv4Addr, prefix_len: u8) -> bool {
+    let mask = u32::MAX
+        .checked_shl(32 - u32::from(prefix_len))
+        .unwrap_or(0);
+    u32::from(address) & mask == u32::from(net)
+}
+
+/// Follows the routes hop by hop from every node to every address of every other node, and
+/// fails unless each packet arrives within as many hops as there are nodes.
+fn assert_everything_reachable(t: &Topology) {
+    let owner_of = |address: Ipv4Addr| {
+        t.nodes
+            .iter()
+            .position(|n| n.interfaces.iter().any(|i| i.addr == address))
+            .unwrap()
+    };
+    for source in 0..t.nodes.len() {
+        for target in t.nodes.iter().flat_map(|n| &n.interfaces) {
+            let mut at = source;
+            let mut hops = 0;
+            while !t.nodes[at].interfaces.iter().any(|i| i.addr == target.addr) {
+                let node = &t.nodes[at];
+                let on_link = node
+                    .interfaces
+                    .iter()
+                    .any(|i| in_subnet(target.addr, t.segments[i.segment].subnet, i.prefix_len));
+                at = if on_link {
+                    owner_of(target.addr)
+                } else {
+                    let r = node
+                        .routes
+                        .iter()
+                        .find(|r| in_subnet(target.addr, r.dst, r.prefix_len))
+                        .unwrap_or_else(|| panic!("{} has no route to {}", node.name, target.addr));
+                    assert!(node.interfaces.iter().any(|i| i.ifname == r.ifname));
+                    owner_of(r.via)
+                };
+                hops += 1;
+                assert!(
+                    hops <= t.nodes.len(),
+                    "routing loop towards {}",
+                    target.addr
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn chain_addresses_and_routes() {
+    let t = topology(
+        r#"name = "chain"
+[nodes.client]
+[nodes.router]
+[nodes.server]
+[[links]]
+endpoints = ["client", "router"]
+[[links]]
+endpoints = ["router", "server"]
+"#,
+    );
+    assert_eq!(t.segments[0].subnet, addr("198.18.0.0"));
+    assert_eq!(t.segments[1].subnet, addr("198.18.0.4"));
+    assert_eq!(
+        t.nodes[0].interfaces,
+        [interface("eth0", 0, "198.18.0.1", 30)]
+    );
+    assert_eq!(
+        t.nodes[1].interfaces,
+        [
+            interface("eth0", 0, "198.18.0.2", 30),
+            interface("eth1", 1, "198.18.0.5", 30)
+        ]
+    );
+    assert_eq!(
+        t.nodes[2].interfaces,
+        [interface("eth0", 1, "198.18.0.6", 30)]
+    );
+    assert_eq!(
+        t.nodes[0].routes,
+        [route("198.18.0.4", 30, "198.18.0.2", "eth0")]
+    );
+    assert_eq!(t.nodes[1].routes, []);
+    assert_eq!(
+        t.nodes[2].routes,
+        [route("198.18.0.0", 30, "198.18.0.5", "eth0")]
+    );
+    assert_eq!(
+        hosts_entries(&t),
+        [
+            ("client".to_string(), addr("198.18.0.1")),
+            ("router".to_string(), addr("198.18.0.2")),
+            ("server".to_string(), addr("198.18.0.6")),
+        ]
+    );
+    assert_everything_reachable(&t);
+}
+
+#[test]
+fn lower_delay_beats_fewer_hops() {
+    // a-b is direct but slow; a-c-b takes two hops and 20ms. d hangs off b.
+    let t = topology(
+        r#"name = "triangle"
+[nodes.a]
+[nodes.b]
+[nodes.c]
+[nodes.d]
+[[links]]
+endpoints = ["a", "b"]
+delay = "50ms"
+[[links]]
+endpoints = ["a", "c"]
+delay = "10ms"
+[[links]]
+endpoints = ["c", "b"]
+delay = "10ms"
+[[links]]
+endpoints = ["b", "d"]
+delay = "1ms"
+"#,
+    );
+    // a → b's other subnets goes through c (its address on a-c, 198.18.0.6).
+    assert_eq!(
+        t.nodes[0].routes,
+        [
+            route("198.18.0.8", 30, "198.18.0.6", "eth1"),
+            route("198.18.0.12", 30, "198.18.0.6", "eth1"),
+        ]
+    );
+    // b → a-c: c is 10ms away, a 50ms: via c's address on c-b, out of b's c-b interface.
+    assert_eq!(
+        t.nodes[1].routes,
+        [route("198.18.0.4", 30, "198.18.0.9", "eth1")]
+    );
+    assert_eq!(
+        t.nodes[3].routes,
+        [
+            route("198.18.0.0", 30, "198.18.0.13", "eth0"),
+            route("198.18.0.4", 30, "198.18.0.13", "eth0"),
+            route("198.18.0.8", 30, "198.18.0.13", "eth0"),
+        ]
+    );
+    assert_everything_reachable(&t);
+}
+
+#[test]
+fn only_the_senders_egress_delay_counts() {
+    // The slow direction of a-b is b→a; a→b is fast, so a still sends to d through b.
+    let t = topology(
+        r#"name = "asym"
+[nodes.a]
+[nodes.b]
+[nodes.c]
+[nodes.d]
+[[links]]
+endpoints = ["a", "b"]
+from.b = { delay = "50ms" }
+[[links]]
+endpoints = ["a", "c"]
+delay = "10ms"
+[[links]]
+endpoints = ["c", "b"]
+delay = "10ms"
+[[links]]
+endpoints = ["b", "d"]
+"#,
+    );
+    assert_eq!(
+        t.nodes[0].routes[1],
+        route("198.18.0.12", 30, "198.18.0.2", "eth0")
+    );
+    // d's only neighbour is b.
+    assert_eq!(
+        t.nodes[3].routes[1],
+        route("198.18.0.4", 30, "198.18.0.13", "eth0")
+    );
+    // b → a-c: c (10ms) rather than a (50ms from b).
+    assert_eq!(
+        t.nodes[1].routes,
+        [route("198.18.0.4", 30, "198.18.0.9", "eth1")]
+    );
+}
+
+#[test]
+fn equal_paths_go_through_the_lower_node_index() {
+    // c is declared before b, so of the equal paths a-b-d and a-c-d, a-c-d wins.
+    let t = topology(
+        r#"name = "square"
+[nodes.a]
+[nodes.c]
+[nodes.b]
+[nodes.d]
+[nodes.e]
+[[links]]
+endpoints = ["a", "b"]
+delay = "5ms"
+[[links]]
+endpoints = ["a", "c"]
+delay = "5ms"
+[[links]]
+endpoints = ["b", "d"]
+delay = "5ms"
+[[links]]
+endpoints = ["c", "d"]
+delay = "5ms"
+[[links]]
+endpoints = ["d", "e"]
+delay = "5ms"
+"#,
+    );
+    let a = &t.nodes[0];
+    assert_eq!(
+        a.routes,
+        [
+            route("198.18.0.8", 30, "198.18.0.2", "eth0"),
+            route("198.18.0.12", 30, "198.18.0.6", "eth1"),
+            route("198.18.0.16", 30, "198.18.0.6", "eth1"),
+        ]
+    );
+    assert_everything_reachable(&t);
+}
+
+#[test]
+fn lans_get_the_smallest_subnet_and_join_every_member() {
+    let t = topology(
+        r#"name = "lan"
+[nodes.a]
+[nodes.b]
+[nodes.c]
+[nodes.d]
+[[lans]]
+name = "office"
+members = ["a", "b", "c"]
+delay = "1ms"
+[[links]]
+endpoints = ["c", "d"]
+"#,
+    );
+    // Links are allocated first, then LANs: c-d gets 198.18.0.0/30, the LAN the next /29.
+    assert_eq!(
+        (t.segments[0].name.as_str(), t.segments[0].subnet),
+        ("c-d", addr("198.18.0.0"))
+    );
+    assert_eq!(
+        (t.segments[1].subnet, t.segments[1].prefix_len),
+        (addr("198.18.0.8"), 29)
+    );
+    assert_eq!(
+        t.nodes[0].interfaces,
+        [interface("eth0", 1, "198.18.0.9", 29)]
+    );
+    assert_eq!(
+        t.nodes[1].interfaces,
+        [interface("eth0", 1, "198.18.0.10", 29)]
+    );
+    assert_eq!(
+        t.nodes[2].interfaces,
+        [
+            interface("eth0", 0, "198.18.0.1", 30),
+            interface("eth1", 1, "198.18.0.11", 29)
+        ]
+    );
+    assert_eq!(
+        t.nodes[0].routes,
+        [route("198.18.0.0", 30, "198.18.0.11", "eth0")]
+    );
+    assert_eq!(
+        t.nodes[1].routes,
+        [route("198.18.0.0", 30, "198.18.0.11", "eth0")]
+    );
+    assert_eq!(t.nodes[2].routes, []);
+    assert_eq!(
+        t.nodes[3].routes,
+        [route("198.18.0.8", 29, "198.18.0.1", "eth0")]
+    );
+    assert_eq!(
+        hosts_entries(&t),
+        [
+            ("a".to_string(), addr("198.18.0.9")),
+            ("b".to_string(), addr("198.18.0.10")),
+            ("c".to_string(), addr("198.18.0.1")),
+            ("d".to_string(), addr("198.18.0.2")),
+        ]
+    );
+    assert_everything_reachable(&t);
+}
+
+#[test]
+fn explicit_subnets_are_kept_and_skipped_by_the_pool() {
+    let t = topology(
+        r#"name = "explicit"
+[nodes.a]
+[nodes.b]
+[nodes.c]
+[[links]]
+endpoints = ["a", "b"]
+[[links]]
+endpoints = ["b", "c"]
+subnet = "198.18.0.0/29"
+"#,
+    );
+    assert_eq!(t.segments[0].subnet, addr("198.18.0.8"));
+    assert_eq!(
+        (t.segments[1].subnet, t.segments[1].prefix_len),
+        (addr("198.18.0.0"), 29)
+    );
+    assert_eq!(
+        t.nodes[2].interfaces,
+        [interface("eth0", 1, "198.18.0.2", 29)]
+    );
+    assert_everything_reachable(&t);
+}
+
+#[test]
+fn a_hundred_node_tree_routes_in_well_under_a_second() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/tree100.toml");
+    let started = Instant::now();
+    let t = load(&path, &LoadOptions::default()).unwrap();
+    let elapsed = started.elapsed();
+    assert!(elapsed.as_millis() < 250, "took {elapsed:?}");
+    assert_eq!(t.nodes.len(), 100);
+    for node in &t.nodes {
+        assert_eq!(node.routes.len(), t.segments.len() - node.interfaces.len());
+    }
+    // A leaf reaches everything through its branch node: one next hop for all 98 routes.
+    let leaf = t.nodes.iter().find(|n| n.name == "b9-l10").unwrap();
+    assert!(leaf
+        .routes
+        .iter()
+        .all(|r| r.via == leaf.routes[0].via && r.ifname == "eth0"));
+    assert_everything_reachable(&t);
+}

@@ -1,0 +1,132 @@
+//! Shared by the root-only integration tests: run the built binaries, and a lab guard that
+//! removes its lab even when the test fails.
+
+#![allow(dead_code)] // Each test binary uses a different part of this module.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn cdnlab() -> &'static str {
+    env!("CARGO_BIN_EXE_cdnlab")
+}
+
+pub fn probe() -> &'static str {
+    env!("CARGO_BIN_EXE_probe")
+}
+
+/// True when the test can create namespaces; otherwise it says why it is skipped.
+pub fn can_run_labs() -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to create network namespaces");
+        return false;
+    }
+    true
+}
+
+/// Runs `cdnlab ARGS` and returns its output.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(cdnlab())
+        .args(args)
+        .output()
+        .expect("cdnlab runs")
+}
+
+/// Runs `cdnlab ARGS`, failing the test with its output unless it succeeds; returns stdout.
+pub fn run_ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "cdnlab {} failed ({}):\n{}\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A lab for one test: its topology is written to a temporary file, and dropping the guard
+/// removes the lab whatever state it is in.
+pub struct Lab {
+    pub name: String,
+    pub dir: PathBuf,
+}
+
+impl Lab {
+    /// `topology` is TOML without `name`; `{probe}` is replaced by the probe binary's path.
+    pub fn new(name: &str, topology: &str) -> Lab {
+        let dir = std::env::temp_dir().join(format!("cdnlab-test-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let text = format!(
+            "name = \"{name}\"\n{}",
+            topology.replace("{probe}", probe())
+        );
+        std::fs::write(dir.join("topology.toml"), text).expect("write topology");
+        // A leftover of an earlier, killed run of this same test.
+        let _ = run(&["clean", name]);
+        Lab {
+            name: name.to_string(),
+            dir,
+        }
+    }
+
+    pub fn topology(&self) -> PathBuf {
+        self.dir.join("topology.toml")
+    }
+
+    pub fn up(&self) {
+        run_ok(&["up", self.topology().to_str().unwrap()]);
+    }
+
+    /// Runs a command in a node, returning stdout (the test fails if it fails).
+    pub fn exec(&self, node: &str, command: &[&str]) -> String {
+        let mut args = vec!["exec", "--lab", &self.name, node, "--"];
+        args.extend(command);
+        run_ok(&args)
+    }
+
+    pub fn status_json(&self) -> serde_json::Value {
+        serde_json::from_str(&run_ok(&["status", &self.name, "--json"])).expect("status JSON")
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = run(&["down", &self.name]);
+        let _ = run(&["clean", &self.name]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Everything of lab `name` that is still on the machine: namespaces, /etc/netns entries, its
+/// state directory. Empty when the lab is fully gone.
+pub fn leftovers(name: &str) -> Vec<String> {
+    let prefix = format!("cdnlab-{name}.");
+    let mut found = Vec::new();
+    for dir in ["/run/netns", "/etc/netns"] {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if file.starts_with(&prefix) {
+                found.push(format!("{dir}/{file}"));
+            }
+        }
+    }
+    let state = Path::new("/run/cdnlab").join(name);
+    if state.exists() {
+        found.push(state.display().to_string());
+    }
+    found
+}
+
+/// True if the process exists (and is not a zombie).
+pub fn alive(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+                .unwrap_or(false)
+        })
+        .unwrap_or(false)
+}

@@ -1,0 +1,303 @@
+//! Root-only integration tests: real namespaces, real links, real traffic.
+
+mod common;
+
+use common::{alive, can_run_labs, leftovers, run, run_ok, Lab};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const CHAIN: &str = r#"
+[nodes.client]
+[nodes.router]
+[nodes.server]
+command = ["{probe}", "serve", "--port", "9000"]
+ready = { tcp = 9000 }
+
+[[links]]
+endpoints = ["client", "router"]
+delay = "5ms"
+rate = "20mbit"
+
+[[links]]
+endpoints = ["router", "server"]
+delay = "10ms"
+"#;
+
+fn rtt_p50_ms(lab: &Lab, count: &str) -> f64 {
+    let out = lab.exec(
+        "client",
+        &[
+            common::probe(),
+            "rtt",
+            "--target",
+            "server:9000",
+            "--count",
+            count,
+            "--interval",
+            "10ms",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_str(&out).expect("rtt JSON");
+    assert_eq!(report["loss_rate"], 0.0, "{report}");
+    report["rtt_ms"]["p50"].as_f64().expect("p50")
+}
+
+#[test]
+fn chain_rtt_goodput_and_runtime_delay_change() {
+    if !can_run_labs() {
+        return;
+    }
+    let lab = Lab::new("t-chain", CHAIN);
+    lab.up();
+    let status = lab.status_json();
+    assert_eq!(status["ready"], true);
+    let shaper_pid = status["shaper"]["pid"].as_i64();
+    let server_pid = status["nodes"][2]["process"]["pid"]
+        .as_i64()
+        .expect("server pid");
+
+    // Configured: 5 ms + 10 ms one way, so 30 ms round trip.
+    let rtt = rtt_p50_ms(&lab, "100");
+    assert!(
+        (rtt - 30.0).abs() < 1.0,
+        "median RTT {rtt} ms, configured 30 ms"
+    );
+
+    // One TCP flow through the 20 Mbit/s link.
+    let out = lab.exec(
+        "client",
+        &[
+            common::probe(),
+            "goodput",
+            "--target",
+            "server:9000",
+            "--seconds",
+            "4",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_str(&out).expect("goodput JSON");
+    let goodput = report["goodput_mbps"].as_f64().expect("goodput");
+    assert!(
+        (17.0..=20.5).contains(&goodput),
+        "goodput {goodput} Mbit/s through a 20 Mbit/s link"
+    );
+
+    // Change the delay while a TCP flow runs: the flow must survive, and the RTT must follow.
+    let name = lab.name.clone();
+    let flow = std::thread::spawn(move || {
+        Command::new(common::cdnlab())
+            .args(["exec", "--lab", &name, "client", "--", common::probe()])
+            .args(["goodput", "--target", "server:9000", "--seconds", "4"])
+            .output()
+            .expect("goodput runs")
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    run_ok(&[
+        "link", "set", "--lab", &lab.name, "router", "server", "--delay", "30ms",
+    ]);
+    let flow = flow.join().expect("flow thread");
+    assert!(
+        flow.status.success(),
+        "the TCP flow broke when the delay changed: {}",
+        String::from_utf8_lossy(&flow.stderr)
+    );
+    let rtt = rtt_p50_ms(&lab, "50");
+    assert!(
+        (rtt - 70.0).abs() < 1.0,
+        "median RTT {rtt} ms after the change, configured 70 ms"
+    );
+
+    // Reset removes the impairments entirely.
+    run_ok(&["link", "reset", "--lab", &lab.name]);
+    let rtt = rtt_p50_ms(&lab, "50");
+    assert!(rtt < 1.0, "median RTT {rtt} ms after link reset");
+
+    run_ok(&["down", &lab.name]);
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+    assert!(
+        !alive(server_pid),
+        "server process {server_pid} survived down"
+    );
+    if let Some(pid) = shaper_pid {
+        assert!(!alive(pid), "shaper {pid} survived down");
+    }
+}
+
+#[test]
+fn down_and_clean_work_after_kill_9() {
+    if !can_run_labs() {
+        return;
+    }
+    let lab = Lab::new("t-kill", CHAIN);
+    lab.up();
+    let status = lab.status_json();
+    let server_pid = status["nodes"][2]["process"]["pid"]
+        .as_i64()
+        .expect("server pid");
+    // SAFETY: kill has no memory effects.
+    unsafe { libc::kill(server_pid as i32, libc::SIGKILL) };
+    run_ok(&["down", &lab.name]);
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+
+    // Kill the orchestrator in the middle of `up` (a node that never becomes ready keeps it
+    // waiting), then `clean` must remove everything without the topology file.
+    let slow = Lab::new(
+        "t-kill2",
+        r#"
+[nodes.a]
+command = ["sleep", "60"]
+ready = { tcp = 9 }
+ready_timeout = "30s"
+[nodes.b]
+[[links]]
+endpoints = ["a", "b"]
+delay = "1ms"
+"#,
+    );
+    let mut child = Command::new(common::cdnlab())
+        .args(["up", slow.topology().to_str().unwrap()])
+        .spawn()
+        .expect("cdnlab up starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::path::Path::new("/run/cdnlab/t-kill2/logs/a.log").exists() {
+        assert!(Instant::now() < deadline, "up never started node a");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill -9 cdnlab up");
+    let _ = child.wait();
+    assert!(
+        !leftovers(&slow.name).is_empty(),
+        "the killed up left nothing to clean?"
+    );
+    run_ok(&["clean", &slow.name]);
+    assert_eq!(leftovers(&slow.name), Vec::<String>::new());
+}
+
+#[test]
+fn failing_node_is_named_and_the_lab_torn_down() {
+    if !can_run_labs() {
+        return;
+    }
+    let lab = Lab::new(
+        "t-fail",
+        r#"
+[nodes.a]
+command = ["sh", "-c", "echo starting up; echo cannot bind port 80 >&2; exit 3"]
+ready = { tcp = 80 }
+[nodes.b]
+[[links]]
+endpoints = ["a", "b"]
+"#,
+    );
+    let out = run(&["up", lab.topology().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("node a exited"), "{stderr}");
+    assert!(
+        stderr.contains("cannot bind port 80"),
+        "log tail missing: {stderr}"
+    );
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+}
+
+#[test]
+fn topology_error_exits_2_and_creates_nothing() {
+    let lab = Lab::new(
+        "t-bad",
+        r#"
+[nodes.a]
+[[links]]
+endpoints = ["a", "nowhere"]
+"#,
+    );
+    let out = run(&["up", lab.topology().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("topology.toml:5:"),
+        "no position in: {stderr}"
+    );
+    assert!(stderr.contains("nowhere"), "{stderr}");
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+}
+
+#[test]
+fn not_root_is_refused_before_anything_is_made() {
+    if !can_run_labs() {
+        return;
+    }
+    let lab = Lab::new("t-user", CHAIN);
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(common::cdnlab())
+        .args(["up", lab.topology().to_str().unwrap()])
+        .output();
+    let Ok(out) = out else {
+        eprintln!("skipped: setpriv (util-linux) is not installed");
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("needs root"), "{stderr}");
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+}
+
+#[test]
+fn ctrl_c_during_up_tears_down() {
+    if !can_run_labs() {
+        return;
+    }
+    let lab = Lab::new(
+        "t-int",
+        r#"
+[nodes.a]
+command = ["sleep", "60"]
+ready = { tcp = 9 }
+ready_timeout = "30s"
+[nodes.b]
+[[links]]
+endpoints = ["a", "b"]
+"#,
+    );
+    let child = Command::new(common::cdnlab())
+        .args(["up", lab.topology().to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cdnlab up starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::path::Path::new("/run/cdnlab/t-int/logs/a.log").exists() {
+        assert!(Instant::now() < deadline, "up never started node a");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill has no memory effects.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("cdnlab up ends");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+}
+
+#[test]
+fn two_labs_run_side_by_side() {
+    if !can_run_labs() {
+        return;
+    }
+    let one = Lab::new("t-one", CHAIN);
+    let two = Lab::new("t-two", CHAIN);
+    one.up();
+    two.up();
+    run_ok(&[
+        "link", "set", "--lab", &two.name, "router", "server", "--delay", "20ms",
+    ]);
+    assert!((rtt_p50_ms(&one, "30") - 30.0).abs() < 1.0);
+    assert!((rtt_p50_ms(&two, "30") - 50.0).abs() < 1.0);
+}
