@@ -301,3 +301,119 @@ fn two_labs_run_side_by_side() {
     assert!((rtt_p50_ms(&one, "30") - 30.0).abs() < 1.0);
     assert!((rtt_p50_ms(&two, "30") - 50.0).abs() < 1.0);
 }
+
+#[test]
+fn run_collects_results_follows_the_timeline_and_records_failures() {
+    if !can_run_labs() {
+        return;
+    }
+    let lab = Lab::new(
+        "t-run",
+        r#"
+[nodes.client]
+role = "probe"
+client = true
+config = { mode = "client", target = "server", rtt_count = 150, rtt_interval = "10ms", goodput_seconds = 0 }
+[nodes.lost]
+role = "probe"
+client = true
+config = { mode = "client", target = "server", port = 9999, rtt_count = 10, goodput_seconds = 0, reach_timeout = "2s" }
+[nodes.server]
+role = "probe"
+config = { mode = "server" }
+ready = { tcp = 9000 }
+[[links]]
+endpoints = ["client", "server"]
+delay = "10ms"
+[[links]]
+endpoints = ["lost", "server"]
+[[timeline]]
+at = "500ms"
+link = ["client", "server"]
+from = "server"
+delay = "40ms"
+"#,
+    );
+    let out_dir = lab.dir.join("out");
+    let out = run(&[
+        "run",
+        lab.topology().to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // One client fails (nothing listens on its port), so the run says so in its status.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("rtt_ms_p50"), "no table: {stdout}");
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["lab"], "t-run");
+    let clients = summary["clients"].as_array().unwrap();
+    let client = clients.iter().find(|c| c["node"] == "client").unwrap();
+    let lost = clients.iter().find(|c| c["node"] == "lost").unwrap();
+    assert_eq!(client["failed"], false, "{client}");
+    // 20 ms round trip before the change at 0.5 s, 50 ms after: both show in the samples.
+    let min = client["rtt_ms_min"].as_f64().unwrap();
+    let max = client["rtt_ms_max"].as_f64().unwrap();
+    assert!((min - 20.0).abs() < 1.0, "min RTT {min}");
+    assert!((max - 50.0).abs() < 2.0, "max RTT {max}");
+    assert_eq!(lost["failed"], true, "{lost}");
+    assert!(lost["error"].as_str().is_some_and(|e| !e.is_empty()));
+
+    let events = std::fs::read_to_string(out_dir.join("events.jsonl")).unwrap();
+    assert!(
+        events.contains("\"link_set\"") && events.contains("client-server/server"),
+        "{events}"
+    );
+    assert!(out_dir.join("logs/server.log").exists());
+    assert!(out_dir.join("topology.toml").exists());
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+}
+
+#[test]
+fn scripts_change_delay_and_bandwidth() {
+    if !can_run_labs() {
+        return;
+    }
+    let lab = Lab::new("t-script", CHAIN);
+    lab.up();
+    let scripts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    let script = |name: &str, args: &[&str]| {
+        let out = Command::new(scripts.join(name))
+            .args(args)
+            .env("CDNLAB", common::cdnlab())
+            .output()
+            .expect("script runs");
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    script("set-delay.sh", &[&lab.name, "router", "server", "20ms"]);
+    script(
+        "set-bandwidth.sh",
+        &[&lab.name, "client", "router", "5mbit"],
+    );
+    let status = lab.status_json();
+    let links = status["links"].as_array().unwrap();
+    let find = |id: &str| {
+        links
+            .iter()
+            .find(|l| l["id"] == id)
+            .map(|l| l["impairments"].as_str().unwrap().to_string())
+    };
+    assert_eq!(find("router-server/server").as_deref(), Some("delay 20ms"));
+    assert_eq!(
+        find("client-router/router").as_deref(),
+        Some("delay 5ms rate 5mbit")
+    );
+    assert!((rtt_p50_ms(&lab, "30") - 50.0).abs() < 1.0);
+}

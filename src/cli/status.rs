@@ -15,7 +15,13 @@ fn process_json(state: &LabState, node: &str) -> Value {
 /// Every direction with its impairments and, under the userspace backend, the shaper's counters.
 fn links_json(state: &LabState) -> Vec<Value> {
     let live = match state.backend {
-        Backend::Userspace => shaper::show(state).ok(),
+        Backend::Userspace => match shaper::show(state) {
+            Ok(response) => Some(response),
+            Err(e) => {
+                eprintln!("warning: {e}");
+                None
+            }
+        },
         Backend::Kernel => None,
     };
     state
