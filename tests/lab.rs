@@ -23,6 +23,34 @@ endpoints = ["router", "server"]
 delay = "10ms"
 "#;
 
+/// Node `a` never becomes ready, so `up` keeps waiting for it.
+const NEVER_READY: &str = r#"
+[nodes.a]
+command = ["sleep", "60"]
+ready = { tcp = 9 }
+ready_timeout = "30s"
+[nodes.b]
+[[links]]
+endpoints = ["a", "b"]
+delay = "1ms"
+"#;
+
+/// Starts `cdnlab up` of `lab` in the background and returns once it has started node `a`.
+fn up_until_node_a_started(lab: &Lab) -> std::process::Child {
+    let child = Command::new(common::cdnlab())
+        .args(["up", lab.topology().to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cdnlab up starts");
+    let log = format!("/run/cdnlab/{}/logs/a.log", lab.name);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::path::Path::new(&log).exists() {
+        assert!(Instant::now() < deadline, "up never started node a");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
 fn rtt_p50_ms(lab: &Lab, count: &str) -> f64 {
     let out = lab.exec(
         "client",
@@ -141,28 +169,8 @@ fn down_and_clean_work_after_kill_9() {
 
     // Kill the orchestrator in the middle of `up` (a node that never becomes ready keeps it
     // waiting), then `clean` must remove everything without the topology file.
-    let slow = Lab::new(
-        "t-kill2",
-        r#"
-[nodes.a]
-command = ["sleep", "60"]
-ready = { tcp = 9 }
-ready_timeout = "30s"
-[nodes.b]
-[[links]]
-endpoints = ["a", "b"]
-delay = "1ms"
-"#,
-    );
-    let mut child = Command::new(common::cdnlab())
-        .args(["up", slow.topology().to_str().unwrap()])
-        .spawn()
-        .expect("cdnlab up starts");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::path::Path::new("/run/cdnlab/t-kill2/logs/a.log").exists() {
-        assert!(Instant::now() < deadline, "up never started node a");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let slow = Lab::new("t-kill2", NEVER_READY);
+    let mut child = up_until_node_a_started(&slow);
     child.kill().expect("kill -9 cdnlab up");
     let _ = child.wait();
     assert!(
@@ -252,28 +260,8 @@ fn ctrl_c_during_up_tears_down() {
     if !can_run_labs() {
         return;
     }
-    let lab = Lab::new(
-        "t-int",
-        r#"
-[nodes.a]
-command = ["sleep", "60"]
-ready = { tcp = 9 }
-ready_timeout = "30s"
-[nodes.b]
-[[links]]
-endpoints = ["a", "b"]
-"#,
-    );
-    let child = Command::new(common::cdnlab())
-        .args(["up", lab.topology().to_str().unwrap()])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("cdnlab up starts");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::path::Path::new("/run/cdnlab/t-int/logs/a.log").exists() {
-        assert!(Instant::now() < deadline, "up never started node a");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let lab = Lab::new("t-int", NEVER_READY);
+    let child = up_until_node_a_started(&lab);
     // SAFETY: kill has no memory effects.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().expect("cdnlab up ends");

@@ -217,14 +217,7 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
 /// The root namespace's `ip -batch` lines that create every veth (both ends placed straight in
 /// their namespaces, so nothing of the lab ever sits in the root namespace) and LAN bridge.
 fn link_commands(lab: &str, topology: &Topology) -> Vec<String> {
-    let ifname = |node: usize, segment: usize| {
-        topology.nodes[node]
-            .interfaces
-            .iter()
-            .find(|i| i.segment == segment)
-            .map(|i| i.ifname.clone())
-            .unwrap_or_default()
-    };
+    let ifname = |node, segment| links::interface_on(topology, node, segment);
     let mut lines = Vec::new();
     for (s, segment) in topology.segments.iter().enumerate() {
         match segment.kind {

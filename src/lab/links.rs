@@ -64,7 +64,8 @@ pub fn lan_port_name(member: usize) -> String {
     format!("p{member}")
 }
 
-fn interface_on(topology: &Topology, node: usize, segment: usize) -> String {
+/// The name of `node`'s interface on `segment`.
+pub fn interface_on(topology: &Topology, node: usize, segment: usize) -> String {
     topology.nodes[node]
         .interfaces
         .iter()
