@@ -3,6 +3,7 @@
 //! `topology` reads scenario files; `lab` builds them out of network namespaces, veth links and
 //! processes; `cli` is the `cdnlab` command.
 
+pub mod bench;
 pub mod cli;
 pub mod lab;
 pub mod probe;

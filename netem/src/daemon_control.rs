@@ -48,31 +48,9 @@ pub struct QueueStatus {
     pub id: String,
     pub queue_num: u16,
     pub impairments: Impairments,
-    pub stats: QueueStats,
+    pub stats: ShaperStats,
     /// Packets the shaper counts as queued (accepted, not yet departed).
     pub queued: usize,
-}
-
-/// The shaper's counters ([`ShaperStats`]) as the protocol carries them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueueStats {
-    /// Packets given a departure time.
-    pub packets: u64,
-    /// Their bytes, counted as netem counts them (Ethernet frame).
-    pub bytes: u64,
-    pub dropped_loss: u64,
-    pub dropped_queue_full: u64,
-}
-
-impl From<ShaperStats> for QueueStats {
-    fn from(s: ShaperStats) -> Self {
-        QueueStats {
-            packets: s.packets,
-            bytes: s.bytes,
-            dropped_loss: s.dropped_loss,
-            dropped_queue_full: s.dropped_queue_full,
-        }
-    }
 }
 
 /// The daemon's own health, in a `show` response.

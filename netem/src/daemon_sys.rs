@@ -34,6 +34,15 @@ pub(crate) fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
     check(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) }).map(|_| ())
 }
 
+/// Runs the calling thread under SCHED_FIFO at `priority` (1–99).
+pub(crate) fn set_fifo_priority(priority: u8) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: i32::from(priority),
+    };
+    // SAFETY: pid 0 is the calling thread; the param is ours.
+    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }).map(|_| ())
+}
+
 pub(crate) struct Epoll {
     fd: OwnedFd,
 }

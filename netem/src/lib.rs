@@ -4,14 +4,15 @@
 //! that have `sch_netem`; `shaper` is the sans-IO model of one netem queue that the userspace
 //! backend (`nfqueue` + `daemon`, the `cdnlab-shaper` binary) drives on kernels that lack it.
 
+pub mod daemon;
+mod daemon_config;
+mod daemon_control;
+mod daemon_schedule;
+mod daemon_sys;
 pub mod distribution;
 pub mod kernel;
 mod kernel_probe;
 pub mod nfqueue;
-pub mod daemon;
-mod daemon_control;
-mod daemon_schedule;
-mod daemon_sys;
 pub mod params;
 pub mod shaper;
 mod shaper_random;

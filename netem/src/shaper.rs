@@ -23,7 +23,7 @@ use crate::params::Impairments;
 use crate::shaper_random::{probability_to_u32, Crandom};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -54,7 +54,7 @@ pub enum DropReason {
 /// Counters of one shaper. `packets` and `bytes` count the packets accepted (given a departure
 /// time); bytes are frame bytes as netem counts them (IP length + [`ETHERNET_HEADER_LEN`]), the
 /// same bytes `tc -s qdisc` reports.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShaperStats {
     pub packets: u64,
     pub bytes: u64,

@@ -45,6 +45,11 @@ fn unsupported() -> Option<String> {
 macro_rules! require_support {
     () => {
         if let Some(why) = unsupported() {
+            // CI installs everything and runs as root: there, a skip would hide a broken setup.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "cannot run under CI: {why}"
+            );
             eprintln!("skipping: {why}");
             return;
         }
@@ -185,10 +190,6 @@ impl Link {
             "control_socket": socket,
             "queues": [queue("b", &b, &a_to_b), queue("a", &a, &b_to_a)],
         });
-        let mut config = config;
-        if let Ok(w) = std::env::var("NQT_WINDOW_NS") {
-            config["release_window_ns"] = w.parse::<u64>().unwrap().into();
-        }
         let config_path = dir.join("config.json");
         std::fs::write(&config_path, config.to_string()).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_cdnlab-shaper"))
@@ -418,7 +419,8 @@ fn control_errors_and_clean_shutdown() {
 
     // Raw lines: bad JSON gets an error response and the connection keeps serving.
     let mut conn = std::os::unix::net::UnixStream::connect(&link.shaper.socket).unwrap();
-    conn.write_all(b"{\"op\":\n{\"op\":\"ping\"}\n").unwrap();
+    // The last request ends at end of file, without a newline.
+    conn.write_all(b"{\"op\":\n{\"op\":\"ping\"}").unwrap();
     conn.shutdown(std::net::Shutdown::Write).unwrap();
     let mut replies = String::new();
     conn.read_to_string(&mut replies).unwrap();

@@ -74,6 +74,17 @@ enum Verb {
         #[arg(long, default_value = "600s")]
         timeout: String,
     },
+    /// Measure link fidelity (delay, rate, jitter, loss), the shaper's CPU and how fast a
+    /// 100-node lab comes up and down; print markdown tables. Needs root.
+    Bench {
+        #[arg(value_parser = ["delay", "rate", "jitter", "loss", "cpu", "scale", "all"])]
+        which: String,
+        /// Fewer samples and shorter runs: a smoke test, not a measurement.
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value = "auto", value_parser = ["auto", "kernel", "userspace"])]
+        link_backend: String,
+    },
 }
 
 /// Runs the command line; returns the process exit status.
@@ -146,6 +157,11 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
             Ok(())
         }
         Verb::Run { args, out, timeout } => run(args, out, &timeout),
+        Verb::Bench {
+            which,
+            quick,
+            link_backend,
+        } => bench(&which, quick, link_backend),
         Verb::Clean { labs } => {
             let labs = lab::clean(&labs)?;
             if labs.is_empty() {
@@ -258,4 +274,18 @@ fn run(args: TopologyArgs, out: Option<PathBuf>, timeout: &str) -> Result<(), Fa
         });
     }
     Ok(())
+}
+
+/// `cdnlab bench`: runs the benchmarks named, printing each report as it is ready.
+fn bench(which: &str, quick: bool, link_backend: String) -> Result<(), Failure> {
+    let names = crate::bench::select(which)
+        .ok_or_else(|| usage_error(format!("no benchmark `{which}`")))?;
+    interrupt::install();
+    let options = crate::bench::BenchOptions {
+        quick,
+        link_backend,
+    };
+    Ok(crate::bench::run(&names, &options, |report| {
+        println!("{}", report.render())
+    })?)
 }

@@ -1,0 +1,208 @@
+//! `bench delay`: configured vs measured round-trip time on a two-hop path, with the error's
+//! median and 99th percentile over many pings.
+
+use super::lab::{chain, BenchLab, PORT};
+use super::stats::median;
+use super::table::{num, Table};
+use super::{progress, BenchOptions, Report, Verdict};
+use crate::lab::{Error, Result};
+use crate::probe::{percentile, RttReport};
+use netem::units::format_duration_ns;
+
+const LAB: &str = "bench-delay";
+
+/// Configured one-way delays, µs (0: the baseline, no impairment at all).
+const ONE_WAY_US: [u64; 6] = [0, 1_000, 5_000, 20_000, 50_000, 150_000];
+
+/// The issue's targets for |median error| and p99 error, ms (Mahimahi's resolution is 1 ms).
+const MEDIAN_TARGET_MS: f64 = 0.2;
+const P99_TARGET_MS: f64 = 1.0;
+
+/// Time between pings: gentle enough that pings never queue behind each other.
+const INTERVAL: &str = "10ms";
+
+/// What one configured delay gave.
+struct Point {
+    one_way_us: u64,
+    sent: u64,
+    received: u64,
+    median_rtt_ms: Option<f64>,
+    /// Percentiles of measured − configured RTT, ms.
+    median_error_ms: Option<f64>,
+    p99_error_ms: Option<f64>,
+    max_error_ms: Option<f64>,
+    /// The shaper's verdict lateness (mean, max) over the run, µs.
+    lateness_us: Option<(f64, f64)>,
+}
+
+pub fn run(options: &BenchOptions) -> Result<Report> {
+    let count = if options.quick { 100 } else { 1000 };
+    let mut points = Vec::new();
+    for one_way_us in ONE_WAY_US {
+        progress(format!(
+            "delay: one-way {}, {count} pings",
+            format_duration_ns(one_way_us * 1000)
+        ));
+        points.push(measure(one_way_us, count, options)?);
+    }
+    let mut table = Table::new(&[
+        "one-way delay",
+        "per link (each way)",
+        "configured RTT (ms)",
+        "replies",
+        "median RTT (ms)",
+        "median error (ms)",
+        "median error − baseline's (ms)",
+        "p99 error (ms)",
+        "max error (ms)",
+        "shaper lateness mean / max (µs)",
+    ]);
+    let baseline = points
+        .iter()
+        .find(|p| p.one_way_us == 0)
+        .and_then(|p| p.median_error_ms);
+    for p in &points {
+        let above_baseline = match (p.one_way_us, p.median_error_ms, baseline) {
+            (0, _, _) => None,
+            (_, Some(error), Some(floor)) => Some(error - floor),
+            _ => None,
+        };
+        table.push(vec![
+            if p.one_way_us == 0 {
+                "0 (baseline)".to_string()
+            } else {
+                format_duration_ns(p.one_way_us * 1000)
+            },
+            if p.one_way_us == 0 {
+                "none".to_string()
+            } else {
+                format_duration_ns(p.one_way_us * 1000 / 2)
+            },
+            format!("{}", 2.0 * p.one_way_us as f64 / 1000.0),
+            format!("{}/{}", p.received, p.sent),
+            num(p.median_rtt_ms, 3),
+            num(p.median_error_ms, 3),
+            num(above_baseline, 3),
+            num(p.p99_error_ms, 3),
+            num(p.max_error_ms, 3),
+            p.lateness_us
+                .map(|(mean, max)| format!("{mean:.0} / {max:.0}"))
+                .unwrap_or_else(|| "—".to_string()),
+        ]);
+    }
+    Ok(Report {
+        name: "delay",
+        title: "configured vs measured round-trip time".into(),
+        setup: vec![
+            "Path client — router — server; each link carries half the one-way delay in each \
+             direction, so a ping crosses four emulated link directions."
+                .into(),
+            format!(
+                "`probe rtt`: {count} UDP echoes of 64 bytes, one every {INTERVAL}; error = \
+                 measured RTT − 2 × one-way delay. The baseline row has no impairment: it is \
+                 the floor of the measurement itself (veths, the echo server in userspace); \
+                 the column after the median error takes that floor out, leaving what the \
+                 emulation adds."
+            ),
+            "Shaper lateness: how long after a packet's departure time the userspace shaper \
+             released it (mean / max over every verdict of the run; — on the kernel backend)."
+                .into(),
+        ],
+        table,
+        target: format!(
+            "|median error| ≤ {MEDIAN_TARGET_MS} ms and p99 error ≤ {P99_TARGET_MS} ms at every \
+             configured delay (Mahimahi's resolution is 1 ms)."
+        ),
+        verdict: verdict(&points, baseline),
+    })
+}
+
+fn measure(one_way_us: u64, count: u64, options: &BenchOptions) -> Result<Point> {
+    let link = if one_way_us == 0 {
+        String::new()
+    } else {
+        format!("delay = \"{}\"", format_duration_ns(one_way_us * 1000 / 2))
+    };
+    let lab = BenchLab::up(&chain(LAB, &link, &link), options)?;
+    let target = format!("server:{PORT}");
+    let count_text = count.to_string();
+    let report: RttReport = lab.probe(
+        "client",
+        &[
+            "rtt",
+            "--target",
+            &target,
+            "--count",
+            &count_text,
+            "--interval",
+            INTERVAL,
+            "--samples",
+        ],
+    )?;
+    let lateness_us = lab
+        .shaper_status()?
+        .and_then(|r| r.daemon)
+        .filter(|d| d.verdict_lateness.count > 0)
+        .map(|d| {
+            (
+                d.verdict_lateness.mean_ns as f64 / 1e3,
+                d.verdict_lateness.max_late_ns as f64 / 1e3,
+            )
+        });
+    lab.down()?;
+    let samples = report
+        .samples_ms
+        .ok_or_else(|| Error("probe rtt --samples printed no samples".into()))?;
+    let configured_ms = 2.0 * one_way_us as f64 / 1000.0;
+    let mut rtts: Vec<f64> = samples.into_iter().flatten().collect();
+    rtts.sort_by(f64::total_cmp);
+    let errors: Vec<f64> = rtts.iter().map(|rtt| rtt - configured_ms).collect();
+    Ok(Point {
+        one_way_us,
+        sent: report.sent,
+        received: report.received,
+        median_rtt_ms: median(&rtts),
+        median_error_ms: percentile(&errors, 50.0),
+        p99_error_ms: percentile(&errors, 99.0),
+        max_error_ms: errors.last().copied(),
+        lateness_us,
+    })
+}
+
+fn verdict(points: &[Point], baseline: Option<f64>) -> Verdict {
+    let mut misses = Vec::new();
+    for p in points.iter().filter(|p| p.one_way_us > 0) {
+        let name = format_duration_ns(p.one_way_us * 1000);
+        match (p.median_error_ms, p.p99_error_ms) {
+            (Some(median), Some(p99)) => {
+                if median.abs() > MEDIAN_TARGET_MS {
+                    misses.push(format!("{name}: median error {median:.3} ms"));
+                }
+                if p99 > P99_TARGET_MS {
+                    misses.push(format!("{name}: p99 error {p99:.3} ms"));
+                }
+            }
+            _ => misses.push(format!("{name}: no replies")),
+        }
+    }
+    let worst = |f: fn(&Point) -> Option<f64>| {
+        points
+            .iter()
+            .filter(|p| p.one_way_us > 0)
+            .filter_map(f)
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    let floor = format!(
+        "the measurement's own floor (baseline median) is {} ms",
+        num(baseline, 3)
+    );
+    if misses.is_empty() {
+        Verdict::Met(format!(
+            "worst |median error| {:.3} ms, worst p99 error {:.3} ms; {floor}",
+            worst(|p| p.median_error_ms.map(f64::abs)),
+            worst(|p| p.p99_error_ms)
+        ))
+    } else {
+        Verdict::Missed(format!("{}; {floor}", misses.join("; ")))
+    }
+}

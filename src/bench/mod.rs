@@ -1,0 +1,162 @@
+//! `cdnlab bench`: how faithfully emulated links give what they are configured to give (delay,
+//! rate, jitter, loss), what the userspace shaper costs in CPU, and how fast labs come up and
+//! down. Each benchmark builds its own lab, measures it with `probe`, removes it, and returns
+//! a `Report`: a markdown table, its target and whether the target was met.
+
+pub mod cpu;
+pub mod delay;
+pub mod jitter;
+pub mod lab;
+pub mod loss;
+pub mod rate;
+pub mod scale;
+pub mod stats;
+pub mod table;
+
+use crate::lab::{interrupt, sys, Error, Result};
+use table::Table;
+
+/// Every benchmark, in the order `all` runs them.
+pub const BENCHMARKS: [&str; 6] = ["delay", "rate", "jitter", "loss", "cpu", "scale"];
+
+/// What every benchmark is given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchOptions {
+    /// Fewer samples and shorter runs: a smoke test, not a measurement.
+    pub quick: bool,
+    /// `auto`, `kernel` or `userspace`, as `cdnlab up --link-backend`.
+    pub link_backend: String,
+}
+
+/// Whether a benchmark met its target, and the numbers that say so.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Met(String),
+    Missed(String),
+    /// Nothing to judge (e.g. the CPU of a shaper the kernel backend does not run).
+    NotApplicable(String),
+}
+
+/// One benchmark's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub name: &'static str,
+    pub title: String,
+    /// How the lab was set up and measured, one sentence each.
+    pub setup: Vec<String>,
+    pub table: Table,
+    pub target: String,
+    pub verdict: Verdict,
+}
+
+impl Report {
+    /// The report as markdown: heading, setup, table, target and verdict.
+    pub fn render(&self) -> String {
+        let mut text = format!("## {}: {}\n\n", self.name, self.title);
+        for line in &self.setup {
+            text += &format!("{line}\n");
+        }
+        if !self.table.is_empty() {
+            text += "\n";
+            text += &self.table.render();
+        }
+        text += &format!("\nTarget: {}\n", self.target);
+        text += &match &self.verdict {
+            Verdict::Met(why) => format!("Result: **met** — {why}\n"),
+            Verdict::Missed(why) => format!("Result: **missed** — {why}\n"),
+            Verdict::NotApplicable(why) => format!("Result: not applicable — {why}\n"),
+        };
+        text
+    }
+}
+
+/// The benchmarks `which` names: one of `BENCHMARKS`, or `all`.
+pub fn select(which: &str) -> Option<Vec<&'static str>> {
+    if which == "all" {
+        return Some(BENCHMARKS.to_vec());
+    }
+    BENCHMARKS.iter().find(|&&b| b == which).map(|&b| vec![b])
+}
+
+/// Runs one benchmark.
+pub fn run_one(name: &str, options: &BenchOptions) -> Result<Report> {
+    interrupt::check()?;
+    match name {
+        "delay" => delay::run(options),
+        "rate" => rate::run(options),
+        "jitter" => jitter::run(options),
+        "loss" => loss::run(options),
+        "cpu" => cpu::run(options),
+        "scale" => scale::run(options),
+        other => Err(Error(format!(
+            "no benchmark `{other}` (known: {}, all)",
+            BENCHMARKS.join(", ")
+        ))),
+    }
+}
+
+/// Runs the benchmarks named and hands each report to `emit` as soon as it is ready. A failed
+/// benchmark does not stop the others (unless interrupted); the error lists every failure.
+pub fn run(names: &[&str], options: &BenchOptions, mut emit: impl FnMut(&Report)) -> Result<()> {
+    if !sys::is_root() {
+        return Err(Error(
+            "cdnlab bench needs root (it creates network namespaces); run it with sudo".into(),
+        ));
+    }
+    let mut failures = Vec::new();
+    for name in names {
+        match run_one(name, options) {
+            Ok(report) => emit(&report),
+            Err(e) if interrupt::interrupted() => return Err(e),
+            Err(e) => {
+                eprintln!("cdnlab bench {name}: {e}");
+                failures.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Error(format!(
+            "{} benchmark(s) failed: {}",
+            failures.len(),
+            failures.join("; ")
+        )))
+    }
+}
+
+/// A progress line on stderr, so stdout holds only the reports.
+fn progress(message: impl AsRef<str>) {
+    eprintln!("bench: {}", message.as_ref());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selection() {
+        assert_eq!(select("rate"), Some(vec!["rate"]));
+        assert_eq!(select("all").map(|v| v.len()), Some(BENCHMARKS.len()));
+        assert_eq!(select("speed"), None);
+    }
+
+    #[test]
+    fn report_renders_table_target_and_verdict() {
+        let mut table = Table::new(&["a"]);
+        table.push(vec!["1".into()]);
+        let report = Report {
+            name: "delay",
+            title: "configured vs measured".into(),
+            setup: vec!["Two hops.".into()],
+            table,
+            target: "error ≤ 0.2 ms".into(),
+            verdict: Verdict::Missed("0.3 ms at 150 ms".into()),
+        };
+        assert_eq!(
+            report.render(),
+            "## delay: configured vs measured\n\nTwo hops.\n\n| a   |\n| --- |\n| 1   |\n\n\
+             Target: error ≤ 0.2 ms\nResult: **missed** — 0.3 ms at 150 ms\n"
+        );
+    }
+}
