@@ -28,9 +28,10 @@ pub enum LinkVerb {
 
 #[derive(Args)]
 pub struct SetArgs {
+    /// The lab (default: the only one up).
     #[arg(long)]
     lab: Option<String>,
-    /// One end of the link (or, with --lan, ignored).
+    /// One end of the link.
     a: String,
     /// The other end.
     b: String,

@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 use std::process::ExitStatus;
 use std::time::Duration;
 
-/// The result of client `node`: its `summary.json` (with `node` and `failed` filled in), or a
-/// failure naming why there is none.
+/// The result of client `node`: its `summary.json` with `node` and `failed` filled in. A client
+/// that exits 0 without one succeeded with no metrics; one that fails without one gets an
+/// `error` naming why, with the end of its log.
 pub fn client_result(
     state: &LabState,
     node: usize,
@@ -26,12 +27,13 @@ pub fn client_result(
         Some(s) => Some(format!("exited with {s}")),
         None => Some(format!("did not finish within {timeout:?} and was stopped")),
     };
-    let mut result = match reported {
-        Some(value) => value,
-        None => json!({
+    let mut result = match (reported, &failure) {
+        (Some(value), _) => value,
+        // Any program can be a client; one that succeeds without writing results still ran.
+        (None, None) => json!({}),
+        (None, Some(why)) => json!({
             "error": format!(
-                "{}; wrote no {}; the end of its log:\n{}",
-                failure.clone().unwrap_or_else(|| "exited".into()),
+                "{why}; wrote no {}; the end of its log:\n{}",
                 path.display(),
                 process::log_tail(&log, 5)
             ),
