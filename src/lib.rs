@@ -4,7 +4,10 @@
 //! processes; `cli` is the `cdnlab` command.
 
 pub mod bench;
+pub mod cdn;
 pub mod cli;
+pub mod control;
+pub mod has;
 pub mod lab;
 pub mod probe;
 pub mod roles;

@@ -2,11 +2,11 @@
 //! crosses an emulated link, in cores per 100 Mbit/s forwarded.
 
 use super::rate::{core_link, flow, limit_for};
+use super::sample::Steady;
 use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::links::choose_backend;
-use crate::lab::{interrupt, Backend, Error, Result};
-use std::time::{Duration, Instant};
+use crate::lab::{Backend, Error, Result};
 
 const LAB: &str = "bench-cpu";
 
@@ -20,66 +20,31 @@ const UNLIMITED_LIMIT: u32 = 10_000;
 /// The issue's target: shaper cores per 100 Mbit/s of goodput.
 const TARGET_CORES_PER_100: f64 = 0.25;
 
-/// Margins between the flow's measured window and the CPU sampling window, so the sampled
-/// interval lies inside the flow's steady state.
-const SAMPLE_START_AFTER_WARMUP: Duration = Duration::from_secs(1);
-const SAMPLE_END_BEFORE_FINISH: Duration = Duration::from_millis(500);
-
-/// utime + stime of a process (all its threads), in clock ticks, from /proc/PID/stat's text.
-pub fn cpu_ticks(stat: &str) -> Option<u64> {
-    // The command name (field 2) may hold spaces and parentheses; it ends at the last ')'.
-    let rest = stat.get(stat.rfind(')')? + 2..)?;
-    let mut fields = rest.split_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
-}
-
-fn read_ticks(pid: i32) -> Result<u64> {
-    let path = format!("/proc/{pid}/stat");
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| Error(format!("the shaper's {path}: {e}")))?;
-    cpu_ticks(&text).ok_or_else(|| Error(format!("{path}: no utime/stime fields in `{text}`")))
-}
-
-fn ticks_per_second() -> Result<f64> {
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        Ok(hz as f64)
-    } else {
-        Err(Error("sysconf(_SC_CLK_TCK) failed".into()))
-    }
-}
-
-/// The shaper's CPU, in cores, over the flow's steady state (the flow started just now).
-fn sample_shaper(pid: i32, warmup: Duration, seconds: Duration) -> Result<f64> {
-    let hz = ticks_per_second()?;
-    std::thread::sleep(warmup + SAMPLE_START_AFTER_WARMUP);
-    interrupt::check()?;
-    let (start, ticks_start) = (Instant::now(), read_ticks(pid)?);
-    std::thread::sleep(
-        seconds.saturating_sub(SAMPLE_START_AFTER_WARMUP + SAMPLE_END_BEFORE_FINISH),
-    );
-    let ticks_end = read_ticks(pid)?;
-    let elapsed = start.elapsed().as_secs_f64();
-    interrupt::check()?;
-    Ok((ticks_end.saturating_sub(ticks_start)) as f64 / hz / elapsed)
-}
-
 struct Point {
     rate_mbit: Option<u64>,
+    congestion_control: String,
     goodput_mbps: f64,
-    cores: f64,
+    /// The shaper over the same interval as its traffic counters.
+    steady: Steady,
 }
 
 impl Point {
+    /// Cores per 100 Mbit/s the link forwarded (frames, as the rate counts them) over the
+    /// sampled interval: CPU and traffic are counted over the same seconds.
     fn per_100(&self) -> f64 {
-        if self.goodput_mbps > 0.0 {
-            self.cores / (self.goodput_mbps / 100.0)
+        let mbps = self.steady.link_mbps();
+        if mbps > 0.0 {
+            self.steady.shaper_cores / (mbps / 100.0)
         } else {
             f64::INFINITY
         }
+    }
+
+    /// CPU µs per data packet (its ACKs, about one per two, ride along in the cost).
+    fn us_per_packet(&self) -> Option<f64> {
+        (self.steady.data_packets > 0).then(|| {
+            self.steady.shaper_cores * self.steady.seconds * 1e6 / self.steady.data_packets as f64
+        })
     }
 }
 
@@ -113,34 +78,33 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             "cpu: {}, {seconds} s",
             rate_mbit.map_or("no rate limit".to_string(), |r| format!("{r} Mbit/s"))
         ));
-        let (result, cores) = flow(
+        let result = flow(
             LAB,
             &core_link(rate_bps, limit),
             seconds,
             warmup,
+            None,
             options,
-            |lab| {
-                let shaper = lab.state().shaper.as_ref().ok_or_else(|| {
-                    Error("the lab runs no shaper (not the userspace backend?)".into())
-                })?;
-                sample_shaper(
-                    shaper.pid,
-                    Duration::from_secs_f64(warmup),
-                    Duration::from_secs_f64(seconds),
-                )
-            },
         )?;
+        let steady = result
+            .steady
+            .ok_or_else(|| Error("the lab runs no shaper (not the userspace backend?)".into()))?;
         points.push(Point {
             rate_mbit,
+            congestion_control: result.congestion_control.clone(),
             goodput_mbps: result.goodput.goodput_mbps,
-            cores,
+            steady,
         });
     }
     let mut table = Table::new(&[
         "rate",
+        "sender's TCP",
         "goodput (Mbit/s)",
+        "link carried (Mbit/s)",
+        "data packets/s",
         "shaper CPU (cores)",
         "cores per 100 Mbit/s",
+        "CPU per data packet (µs)",
     ]);
     for p in &points {
         table.push(vec![
@@ -148,9 +112,13 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
                 .map_or("unlimited (delay only)".to_string(), |r| {
                     format!("{r} Mbit/s")
                 }),
+            p.congestion_control.clone(),
             num(Some(p.goodput_mbps), 1),
-            num(Some(p.cores), 3),
+            num(Some(p.steady.link_mbps()), 1),
+            format!("{:.0}", p.steady.data_packets as f64 / p.steady.seconds),
+            num(Some(p.steady.shaper_cores), 3),
             num(Some(p.per_100()), 3),
+            num(p.us_per_packet(), 1),
         ]);
     }
     let misses: Vec<String> = points
@@ -162,8 +130,8 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
                 p.rate_mbit
                     .map_or("unlimited".to_string(), |r| format!("{r} Mbit/s")),
                 p.per_100(),
-                p.cores,
-                p.goodput_mbps
+                p.steady.shaper_cores,
+                p.steady.link_mbps()
             )
         })
         .collect();
@@ -177,9 +145,12 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
              directions of that link pass through the shaper: data one way, ACKs the other."
                 .into(),
             format!(
-                "One `probe goodput` download, {warmup} s warmup then {seconds} s measured; the \
-                 shaper's utime + stime (/proc/PID/stat, all threads) is sampled from 1 s after \
-                 the warmup until 0.5 s before the end."
+                "One `probe goodput` download (the namespace's default congestion control), \
+                 {warmup} s warmup then {seconds} s measured. From \
+                 1 s after the warmup until 0.5 s before the end, the shaper's utime + stime \
+                 (/proc/PID/stat, all threads) and its count of frame bytes on the data's \
+                 direction are sampled; cores per 100 Mbit/s divides the one by the other \
+                 (Mbit/s of Ethernet frames, as the rate counts them)."
             ),
         ],
         table,
@@ -190,20 +161,4 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             Verdict::Missed(misses.join("; "))
         },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ticks_are_utime_plus_stime() {
-        // A real line's shape: utime 1234 and stime 56 are fields 14 and 15; the name holds a
-        // space and a parenthesis.
-        let stat = "4242 (cdnlab shaper)) S 1 4242 4242 0 -1 4194560 500 0 0 0 1234 56 0 0 20 0 \
-                    3 0 987654 12345678 600 18446744073709551615";
-        assert_eq!(cpu_ticks(stat), Some(1290));
-        assert_eq!(cpu_ticks("4242 (x) S 1 2"), None);
-        assert_eq!(cpu_ticks("garbage"), None);
-    }
 }

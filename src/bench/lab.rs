@@ -93,20 +93,42 @@ impl BenchLab {
         lab::shaper::show(&self.state).map(Some)
     }
 
-    /// The `probe` command line, run inside `node`'s namespace.
-    fn probe_command(&self, node: &str, args: &[&str]) -> Result<Command> {
-        let Some(index) = self
-            .state
+    /// Reads sysctl `key` (`net/ipv4/...` form) of `node`'s namespace, writing `value` to it
+    /// first if given; returns the value read.
+    pub fn sysctl(&self, node: &str, key: &str, value: Option<&str>) -> Result<String> {
+        let netns = self.netns(node)?;
+        let key = key.to_string();
+        let value = value.map(str::to_string);
+        sys::in_netns(&netns, move || {
+            if let Some(value) = &value {
+                sys::write_sysctl(&key, value)?;
+            }
+            let path = format!("/proc/sys/{key}");
+            std::fs::read_to_string(&path)
+                .map(|text| text.trim().to_string())
+                .map_err(|e| Error(format!("{path}: {e}")))
+        })
+    }
+
+    /// The namespace of `node`.
+    fn netns(&self, node: &str) -> Result<String> {
+        self.state
             .topology
             .nodes
             .iter()
             .position(|n| n.name == node)
-        else {
-            return Err(Error(format!(
-                "benchmark lab `{}` has no node `{node}`",
-                self.state.lab
-            )));
-        };
+            .map(|index| self.state.netns(index))
+            .ok_or_else(|| {
+                Error(format!(
+                    "benchmark lab `{}` has no node `{node}`",
+                    self.state.lab
+                ))
+            })
+    }
+
+    /// The `probe` command line, run inside `node`'s namespace.
+    fn probe_command(&self, node: &str, args: &[&str]) -> Result<Command> {
+        let netns = self.netns(node)?;
         let probe = sys::bin_dir()?.join("probe");
         if !probe.is_file() {
             return Err(Error(format!(
@@ -116,7 +138,7 @@ impl BenchLab {
         }
         let mut command = Command::new("ip");
         command
-            .args(["netns", "exec", &self.state.netns(index)])
+            .args(["netns", "exec", &netns])
             .arg(probe)
             .args(args)
             .stdin(Stdio::null());

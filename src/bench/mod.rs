@@ -9,6 +9,7 @@ pub mod jitter;
 pub mod lab;
 pub mod loss;
 pub mod rate;
+pub mod sample;
 pub mod scale;
 pub mod stats;
 pub mod table;
@@ -81,7 +82,7 @@ pub fn select(which: &str) -> Option<Vec<&'static str>> {
 /// Runs one benchmark.
 pub fn run_one(name: &str, options: &BenchOptions) -> Result<Report> {
     interrupt::check()?;
-    match name {
+    let mut report = match name {
         "delay" => delay::run(options),
         "rate" => rate::run(options),
         "jitter" => jitter::run(options),
@@ -92,7 +93,19 @@ pub fn run_one(name: &str, options: &BenchOptions) -> Result<Report> {
             "no benchmark `{other}` (known: {}, all)",
             BENCHMARKS.join(", ")
         ))),
+    }?;
+    // Other work on the machine shifts timing numbers; the load says how much there was.
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+        report.setup.push(format!(
+            "Load average when it finished (1, 5, 15 min): {} on {cpus} CPUs.",
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
+    Ok(report)
 }
 
 /// Runs the benchmarks named and hands each report to `emit` as soon as it is ready. A failed

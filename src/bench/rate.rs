@@ -2,6 +2,7 @@
 //! against the most TCP can carry through a netem rate (which counts whole Ethernet frames).
 
 use super::lab::{chain, BenchLab, PORT};
+use super::sample::{steady_state, Steady};
 use super::stats::{bdp_packets, TCP_CEILING};
 use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
@@ -9,6 +10,7 @@ use crate::lab::Result;
 use crate::probe::GoodputReport;
 use netem::daemon::Response;
 use netem::units::format_rate_bps;
+use std::time::Duration;
 
 const LAB: &str = "bench-rate";
 
@@ -23,17 +25,33 @@ const TARGET_LOW: f64 = 93.0;
 const TARGET_HIGH: f64 = 100.0;
 const TARGET_UP_TO_MBIT: u64 = 100;
 
+/// The shaper's queue of the data's direction: the router—server link, sent by the server.
+const DATA_QUEUE: &str = "router-server/server";
+
+/// The sysctl naming a namespace's TCP congestion control.
+pub const CONGESTION_CONTROL: &str = "net/ipv4/tcp_congestion_control";
+
+/// The loss-based algorithm measured besides the default: it keeps the queue from running
+/// empty, so it shows what the link gives whatever the default's own pacing does. Reno, as a
+/// namespace other than the host's may only pick algorithms in the host's
+/// `tcp_allowed_congestion_control` (reno and the default, normally; cubic is refused).
+const LOSS_BASED: &str = "reno";
+
 /// The smallest queue limit used, packets: a few frames of slack on the slowest links.
 const MIN_LIMIT: u32 = 30;
 
 /// A flow's measurement and what the shaper saw meanwhile.
 pub struct FlowResult {
     pub goodput: GoodputReport,
+    /// The sender's TCP congestion control.
+    pub congestion_control: String,
     /// Packets the shaper dropped at the queue limit, over all queues; `None` on the kernel
     /// backend.
     pub queue_drops: Option<u64>,
     /// Times the kernel dropped queued packets because the shaper did not read them in time.
     pub overruns: Option<u64>,
+    /// The shaper over the flow's steady state; `None` on the kernel backend.
+    pub steady: Option<Steady>,
 }
 
 /// The queue limit for `rate_bps` on a path of `RTT_NS`: two bandwidth-delay products, since a
@@ -53,16 +71,18 @@ pub fn core_link(rate_bps: Option<u64>, limit: u32) -> String {
 }
 
 /// One download (server → client) through a fresh lab: `probe goodput` for `seconds` after
-/// `warmup`. `during` runs while the flow is running (the CPU benchmark samples there).
-pub fn flow<T>(
+/// `warmup`, with the shaper sampled over the flow's steady state. `congestion_control` names
+/// the sender's algorithm (set in the server's namespace), else the namespace's default is used.
+pub fn flow(
     lab_name: &str,
     core: &str,
     seconds: f64,
     warmup_s: f64,
+    congestion_control: Option<&str>,
     options: &BenchOptions,
-    during: impl FnOnce(&BenchLab) -> Result<T>,
-) -> Result<(FlowResult, T)> {
+) -> Result<FlowResult> {
     let lab = BenchLab::up(&chain(lab_name, "", core), options)?;
+    let congestion_control = lab.sysctl("server", CONGESTION_CONTROL, congestion_control)?;
     let target = format!("server:{PORT}");
     let seconds_text = seconds.to_string();
     let warmup_text = format!("{warmup_s}s");
@@ -78,21 +98,25 @@ pub fn flow<T>(
             &warmup_text,
         ],
     )?;
-    let extra = during(&lab)?;
+    let steady = steady_state(
+        &lab,
+        DATA_QUEUE,
+        Duration::from_secs_f64(warmup_s),
+        Duration::from_secs_f64(seconds),
+    )?;
     let goodput: GoodputReport = running.finish()?;
     let status = lab.shaper_status()?;
     lab.down()?;
-    Ok((
-        FlowResult {
-            goodput,
-            queue_drops: status.as_ref().and_then(queue_drops),
-            overruns: status
-                .as_ref()
-                .and_then(|r| r.daemon.as_ref())
-                .map(|d| d.overruns),
-        },
-        extra,
-    ))
+    Ok(FlowResult {
+        goodput,
+        congestion_control,
+        queue_drops: status.as_ref().and_then(queue_drops),
+        overruns: status
+            .as_ref()
+            .and_then(|r| r.daemon.as_ref())
+            .map(|d| d.overruns),
+        steady,
+    })
 }
 
 fn queue_drops(response: &Response) -> Option<u64> {
@@ -124,31 +148,39 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
     for rate_mbit in RATES_MBIT {
         let rate_bps = rate_mbit * 1_000_000;
         let limit = limit_for(rate_bps);
+        let core = core_link(Some(rate_bps), limit);
         progress(format!(
-            "rate: {rate_mbit} Mbit/s, limit {limit}, {seconds} s"
+            "rate: {rate_mbit} Mbit/s, limit {limit}, {seconds} s, default congestion control"
         ));
-        let (result, ()) = flow(
-            LAB,
-            &core_link(Some(rate_bps), limit),
-            seconds,
-            warmup,
-            options,
-            |_| Ok(()),
-        )?;
+        let result = flow(LAB, &core, seconds, warmup, None, options)?;
+        let default_is_loss_based = result.congestion_control == LOSS_BASED;
         points.push(Point {
             rate_mbit,
             limit,
             result,
         });
+        if !default_is_loss_based {
+            progress(format!(
+                "rate: {rate_mbit} Mbit/s, limit {limit}, {seconds} s, {LOSS_BASED}"
+            ));
+            let result = flow(LAB, &core, seconds, warmup, Some(LOSS_BASED), options)?;
+            points.push(Point {
+                rate_mbit,
+                limit,
+                result,
+            });
+        }
     }
     let mut table = Table::new(&[
         "rate",
+        "sender's TCP",
         "BDP (frames)",
         "limit (packets)",
         "goodput (Mbit/s)",
         "% of rate",
-        "TCP ceiling",
-        "% of ceiling",
+        "% of TCP ceiling",
+        "link carried, steady state",
+        "mean frame (bytes)",
         "shaper queue drops",
         "NFQUEUE overruns",
     ]);
@@ -156,12 +188,21 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         let count = |v: Option<u64>| v.map_or("—".to_string(), |n| n.to_string());
         table.push(vec![
             format!("{} Mbit/s", p.rate_mbit),
+            p.result.congestion_control.clone(),
             format!("{:.1}", bdp_packets(p.rate_mbit * 1_000_000, RTT_NS)),
             p.limit.to_string(),
             num(Some(p.result.goodput.goodput_mbps), 3),
             format!("{:.1}%", p.percent()),
-            format!("{:.1}%", TCP_CEILING * 100.0),
             format!("{:.1}%", p.percent() / TCP_CEILING),
+            p.result.steady.map_or("—".to_string(), |s| {
+                format!("{:.1}%", s.link_mbps() / p.rate_mbit as f64 * 100.0)
+            }),
+            p.result
+                .steady
+                .filter(|s| s.data_packets > 0)
+                .map_or("—".to_string(), |s| {
+                    format!("{:.0}", s.data_bytes as f64 / s.data_packets as f64)
+                }),
             count(p.result.queue_drops),
             count(p.result.overruns),
         ]);
@@ -178,14 +219,21 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
                  {MIN_LIMIT}): netem's limit also counts the packets waiting out the delay."
             ),
             format!(
-                "`probe goodput`: one download (server → client, Linux's default congestion \
-                 control), {warmup} s of warmup then {seconds} s measured by the receiver."
+                "`probe goodput`: one download (server → client), {warmup} s of warmup then \
+                 {seconds} s measured by the receiver; once with the namespace's default \
+                 congestion control, once with {LOSS_BASED} (set in the sender's namespace) \
+                 unless that is the default."
             ),
             format!(
                 "TCP ceiling: 1448 payload bytes per 1514-byte frame = {:.1}% of the rate, \
                  since netem's rate counts Ethernet frames.",
                 TCP_CEILING * 100.0
             ),
+            "Link carried: the frame bytes the shaper accepted on the data's direction, per \
+             second of the flow's steady state (1 s after the warmup to 0.5 s before the end), \
+             as % of the rate — retransmissions and headers included; below 100% the link sat \
+             idle. Mean frame: those bytes per packet (1514 = full segments)."
+                .into(),
         ],
         table,
         target: format!(
@@ -196,35 +244,53 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
     })
 }
 
+/// Judged for each congestion control separately: the target holds if it holds for one flow
+/// of each.
 fn verdict(points: &[Point]) -> Verdict {
-    let misses: Vec<String> = points
-        .iter()
-        .filter(|p| p.rate_mbit <= TARGET_UP_TO_MBIT)
-        .filter(|p| !(TARGET_LOW..=TARGET_HIGH).contains(&p.percent()))
-        .map(|p| format!("{} Mbit/s gives {:.1}%", p.rate_mbit, p.percent()))
-        .collect();
-    let fall_off = points
-        .iter()
-        .find(|p| p.percent() < TARGET_LOW)
-        .map(|p| {
-            format!(
-                "it falls below {TARGET_LOW}% at {} Mbit/s ({:.1}%, {:.1} Mbit/s)",
+    // In the order measured: the default first.
+    let mut algorithms: Vec<&str> = Vec::new();
+    for p in points {
+        if !algorithms.contains(&p.result.congestion_control.as_str()) {
+            algorithms.push(&p.result.congestion_control);
+        }
+    }
+    let mut misses = Vec::new();
+    let mut notes = Vec::new();
+    for algorithm in algorithms {
+        let mine: Vec<&Point> = points
+            .iter()
+            .filter(|p| p.result.congestion_control == algorithm)
+            .collect();
+        misses.extend(
+            mine.iter()
+                .filter(|p| p.rate_mbit <= TARGET_UP_TO_MBIT)
+                .filter(|p| !(TARGET_LOW..=TARGET_HIGH).contains(&p.percent()))
+                .map(|p| {
+                    format!(
+                        "{algorithm} at {} Mbit/s gives {:.1}%",
+                        p.rate_mbit,
+                        p.percent()
+                    )
+                }),
+        );
+        notes.push(match mine.iter().find(|p| p.percent() < TARGET_LOW) {
+            Some(p) => format!(
+                "{algorithm} falls below {TARGET_LOW}% at {} Mbit/s ({:.1}%)",
                 p.rate_mbit,
-                p.percent(),
-                p.result.goodput.goodput_mbps
-            )
-        })
-        .unwrap_or_else(|| {
-            format!(
-                "it stays at or above {TARGET_LOW}% up to {} Mbit/s",
-                points.last().map_or(0, |p| p.rate_mbit)
-            )
+                p.percent()
+            ),
+            None => format!(
+                "{algorithm} stays at or above {TARGET_LOW}% up to {} Mbit/s",
+                mine.last().map_or(0, |p| p.rate_mbit)
+            ),
         });
+    }
+    let notes = notes.join("; ");
     if misses.is_empty() {
         Verdict::Met(format!(
-            "every rate up to {TARGET_UP_TO_MBIT} Mbit/s is within {TARGET_LOW}–{TARGET_HIGH}%; {fall_off}"
+            "every rate up to {TARGET_UP_TO_MBIT} Mbit/s is within {TARGET_LOW}–{TARGET_HIGH}%; {notes}"
         ))
     } else {
-        Verdict::Missed(format!("{}; {fall_off}", misses.join("; ")))
+        Verdict::Missed(format!("{}; {notes}", misses.join("; ")))
     }
 }

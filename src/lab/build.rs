@@ -191,6 +191,9 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
         sys::ip_batch(Some(&netns_of_lan(&lab, &segment.name)), &lines)?;
     }
     write_hosts(state)?;
+    let names: Vec<&str> = topology.nodes.iter().map(|n| n.name.as_str()).collect();
+    crate::control::issue_lab_certs(&state.certs_dir(), &lab, &names)
+        .map_err(|e| sys::Error(format!("issuing the lab's certificates: {e}")))?;
     match state.backend {
         Backend::Kernel => links::install_qdiscs(state)?,
         Backend::Userspace => {

@@ -115,6 +115,11 @@ impl LabState {
         self.logs_dir().join(format!("{node}.log"))
     }
 
+    /// The lab CA and each node's certificate for the control plane (`control::Identity`).
+    pub fn certs_dir(&self) -> PathBuf {
+        self.dir().join("certs")
+    }
+
     pub fn shaper_socket(&self) -> PathBuf {
         self.dir().join("shaper.sock")
     }

@@ -1,0 +1,128 @@
+//! What the flow benchmarks (`rate`, `cpu`) sample over a flow's steady state: the shaper's CPU
+//! time from /proc and its byte counter of the link direction carrying the data.
+
+use super::lab::BenchLab;
+use crate::lab::{interrupt, Error, Result};
+use std::time::{Duration, Instant};
+
+/// How long after the flow's warmup the sampled interval starts, and how long before the
+/// flow's end it stops, so it lies inside the flow's measured window and its steady state.
+pub const START_AFTER_WARMUP: Duration = Duration::from_secs(1);
+pub const END_BEFORE_FINISH: Duration = Duration::from_millis(500);
+
+/// The shaper over the sampled interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Steady {
+    pub seconds: f64,
+    /// CPU seconds per second: utime + stime of every shaper thread.
+    pub shaper_cores: f64,
+    /// Frame bytes the data direction's queue accepted (netem's count: Ethernet frames).
+    pub data_bytes: u64,
+    pub data_packets: u64,
+}
+
+impl Steady {
+    /// What the link direction carried, Mbit/s, retransmissions and headers included.
+    pub fn link_mbps(&self) -> f64 {
+        self.data_bytes as f64 * 8.0 / self.seconds / 1e6
+    }
+}
+
+/// utime + stime of a process (all its threads), in clock ticks, from /proc/PID/stat's text.
+pub fn cpu_ticks(stat: &str) -> Option<u64> {
+    // The command name (field 2) may hold spaces and parentheses; it ends at the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn read_ticks(pid: i32) -> Result<u64> {
+    let path = format!("/proc/{pid}/stat");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| Error(format!("the shaper's {path}: {e}")))?;
+    cpu_ticks(&text).ok_or_else(|| Error(format!("{path}: no utime/stime fields in `{text}`")))
+}
+
+fn ticks_per_second() -> Result<f64> {
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        Ok(hz as f64)
+    } else {
+        Err(Error("sysconf(_SC_CLK_TCK) failed".into()))
+    }
+}
+
+/// The data queue's (bytes, packets) counters.
+fn queue_counters(lab: &BenchLab, queue_id: &str) -> Result<(u64, u64)> {
+    let status = lab
+        .shaper_status()?
+        .ok_or_else(|| Error("the lab runs no shaper".into()))?;
+    status
+        .queues
+        .into_iter()
+        .flatten()
+        .find(|q| q.id == queue_id)
+        .map(|q| (q.stats.bytes, q.stats.packets))
+        .ok_or_else(|| Error(format!("the shaper has no queue `{queue_id}`")))
+}
+
+/// Waits out the warmup of a flow that has just started, then samples the shaper over its
+/// steady state; `None` on the kernel backend (no shaper).
+pub fn steady_state(
+    lab: &BenchLab,
+    data_queue: &str,
+    warmup: Duration,
+    seconds: Duration,
+) -> Result<Option<Steady>> {
+    let Some(shaper) = lab.state().shaper.clone() else {
+        std::thread::sleep(warmup + seconds);
+        return Ok(None);
+    };
+    let hz = ticks_per_second()?;
+    std::thread::sleep(warmup + START_AFTER_WARMUP);
+    interrupt::check()?;
+    let start = Instant::now();
+    let ticks_start = read_ticks(shaper.pid)?;
+    let (bytes_start, packets_start) = queue_counters(lab, data_queue)?;
+    std::thread::sleep(seconds.saturating_sub(START_AFTER_WARMUP + END_BEFORE_FINISH));
+    let ticks_end = read_ticks(shaper.pid)?;
+    let (bytes_end, packets_end) = queue_counters(lab, data_queue)?;
+    let elapsed = start.elapsed().as_secs_f64();
+    interrupt::check()?;
+    Ok(Some(Steady {
+        seconds: elapsed,
+        shaper_cores: ticks_end.saturating_sub(ticks_start) as f64 / hz / elapsed,
+        data_bytes: bytes_end.saturating_sub(bytes_start),
+        data_packets: packets_end.saturating_sub(packets_start),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_utime_plus_stime() {
+        // A real line's shape: utime 1234 and stime 56 are fields 14 and 15; the name holds a
+        // space and a parenthesis.
+        let stat = "4242 (cdnlab shaper)) S 1 4242 4242 0 -1 4194560 500 0 0 0 1234 56 0 0 20 0 \
+                    3 0 987654 12345678 600 18446744073709551615";
+        assert_eq!(cpu_ticks(stat), Some(1290));
+        assert_eq!(cpu_ticks("4242 (x) S 1 2"), None);
+        assert_eq!(cpu_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn link_rate_counts_frame_bits() {
+        let steady = Steady {
+            seconds: 2.0,
+            shaper_cores: 0.1,
+            data_bytes: 25_000_000,
+            data_packets: 16_512,
+        };
+        assert_eq!(steady.link_mbps(), 100.0);
+    }
+}

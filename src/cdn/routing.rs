@@ -1,0 +1,100 @@
+//! Request-router decisions, as the HTTP servers answer them: `Redirect` → 302 with that
+//! Location, `Manifest` → 200 with the body, `NotFound` → 404, `BadRequest` → 400.
+//!
+//! uRR: manifests are served here, rewritten per the path's policy; an upstream chunk goes to
+//! the uCS holding it, a downstream chunk to the dRR with the same path (iterative CDNI request
+//! routing, RFC 7336 §3.4.2: the client is sent on to the downstream CDN's router, which
+//! redirects again). dRR: a downstream chunk goes to the dCS holding it; anything else is not
+//! its CDN's to route.
+
+use std::fmt;
+
+use super::content::LookupError;
+use super::locations::{Cdn, ChunkLocations};
+use super::manifest::{render, Manifest};
+use super::paths::{parse_path, PathError};
+use super::url::BaseUrl;
+
+/// The two request routers' origins, which manifests and redirects point at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routers {
+    pub urr: BaseUrl,
+    pub drr: BaseUrl,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// 302 to this absolute URL.
+    Redirect(String),
+    /// 200 with a manifest the router generated.
+    Manifest(Manifest),
+    NotFound(NotFound),
+    BadRequest(PathError),
+}
+
+/// Why a router answers 404.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotFound {
+    /// The path names no video, quality or segment.
+    Lookup(LookupError),
+    /// The dRR was asked for a chunk the upstream CDN keeps.
+    NotInThisCdn,
+    /// The dRR was asked for a manifest (only the uRR serves them).
+    NotRoutedHere,
+}
+
+impl fmt::Display for NotFound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotFound::Lookup(e) => e.fmt(f),
+            NotFound::NotInThisCdn => f.write_str("this chunk is not held by the downstream CDN"),
+            NotFound::NotRoutedHere => {
+                f.write_str("the downstream request router serves no manifests")
+            }
+        }
+    }
+}
+
+/// The uRR's answer to a request for `target` (path and optional query).
+pub fn route_urr(target: &str, locations: &ChunkLocations, routers: &Routers) -> Decision {
+    let request = match parse_path(target) {
+        Ok(request) => request,
+        Err(e) => return Decision::BadRequest(e),
+    };
+    let (video, item) = match locations.resolve(&request) {
+        Ok(found) => found,
+        Err(e) => return Decision::NotFound(NotFound::Lookup(e)),
+    };
+    let Some(location) = video.location_of(item) else {
+        return match render(&request, locations, routers) {
+            Ok(Some(manifest)) => Decision::Manifest(manifest),
+            // Only manifests have no chunk location, and they always render.
+            Ok(None) => Decision::NotFound(NotFound::NotRoutedHere),
+            Err(e) => Decision::NotFound(NotFound::Lookup(e)),
+        };
+    };
+    let path = request.path();
+    match location.cdn {
+        Cdn::Upstream => Decision::Redirect(locations.server_of(location).join(&path)),
+        Cdn::Downstream => Decision::Redirect(routers.drr.join(&path)),
+    }
+}
+
+/// The dRR's answer to a request for `target` (path and optional query).
+pub fn route_drr(target: &str, locations: &ChunkLocations) -> Decision {
+    let request = match parse_path(target) {
+        Ok(request) => request,
+        Err(e) => return Decision::BadRequest(e),
+    };
+    let (video, item) = match locations.resolve(&request) {
+        Ok(found) => found,
+        Err(e) => return Decision::NotFound(NotFound::Lookup(e)),
+    };
+    match video.location_of(item) {
+        None => Decision::NotFound(NotFound::NotRoutedHere),
+        Some(location) if location.cdn == Cdn::Upstream => {
+            Decision::NotFound(NotFound::NotInThisCdn)
+        }
+        Some(location) => Decision::Redirect(locations.server_of(location).join(&request.path())),
+    }
+}

@@ -1,0 +1,105 @@
+//! Issuing a lab's certificates: one CA per lab and one certificate per node, so that only the
+//! lab's own processes can talk on its control plane. The CA's key is never written: nothing
+//! needs to sign after `cdnlab up`, and a key that does not exist cannot leak.
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// Issues a fresh CA for `lab` and one certificate per node (its SAN is the node name, good for
+/// both server and client authentication), written under `dir` as PEM: `ca.pem`, `NODE.pem`,
+/// `NODE.key` (mode 0600). Re-issuing replaces every file, and certificates from an earlier CA
+/// stop being accepted.
+pub fn issue_lab_certs(dir: &Path, lab: &str, nodes: &[&str]) -> io::Result<()> {
+    for node in nodes {
+        check_node_name(node)?;
+    }
+    fs::create_dir_all(dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
+
+    let ca_key = KeyPair::generate().map_err(|e| rcgen_error("generating the lab CA key", e))?;
+    let mut ca_params = CertificateParams::default();
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, format!("cdnlab lab {lab} CA"));
+    // The CA signs node certificates only, never another CA.
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca_params
+        .self_signed(&ca_key)
+        .map_err(|e| rcgen_error("signing the lab CA certificate", e))?;
+    write_pem(&dir.join("ca.pem"), &ca_cert.pem(), 0o644)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+
+    for node in nodes {
+        let what = format!("the certificate of node `{node}`");
+        let key = KeyPair::generate().map_err(|e| rcgen_error(&what, e))?;
+        let mut params =
+            CertificateParams::new(vec![node.to_string()]).map_err(|e| rcgen_error(&what, e))?;
+        params.distinguished_name.push(DnType::CommonName, *node);
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        // Every node may both serve and call.
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        params.use_authority_key_identifier_extension = true;
+        let cert = params
+            .signed_by(&key, &issuer)
+            .map_err(|e| rcgen_error(&what, e))?;
+        write_pem(&dir.join(format!("{node}.pem")), &cert.pem(), 0o644)?;
+        write_pem(
+            &dir.join(format!("{node}.key")),
+            &key.serialize_pem(),
+            0o600,
+        )?;
+    }
+    Ok(())
+}
+
+/// Node names become file names and certificate DNS names, so they are held to a hostname
+/// label (the topology's own rule), which keeps them from escaping `dir` too.
+fn check_node_name(node: &str) -> io::Result<()> {
+    let well_formed = !node.is_empty()
+        && node.len() <= 63
+        && node.starts_with(|c: char| c.is_ascii_lowercase())
+        && !node.ends_with('-')
+        && node
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if well_formed {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad node name `{node}` for a certificate: use lowercase letters, digits and `-`, starting with a letter"),
+        ))
+    }
+}
+
+/// Writes a fresh file with `mode`: removing any old one first means a key file never keeps
+/// looser permissions from an earlier life.
+fn write_pem(path: &Path, pem: &str, mode: u32) -> io::Result<()> {
+    let context =
+        |e: io::Error| io::Error::new(e.kind(), format!("writing {}: {e}", path.display()));
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(context(e)),
+        _ => {}
+    }
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .map_err(context)?;
+    file.write_all(pem.as_bytes()).map_err(context)
+}
+
+fn rcgen_error(what: &str, e: rcgen::Error) -> io::Error {
+    io::Error::other(format!("issuing {what}: {e}"))
+}

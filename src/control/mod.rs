@@ -1,0 +1,28 @@
+//! The control plane: typed request/response messages between a lab's nodes over QUIC, with
+//! both ends authenticated by certificates the lab's own CA issued.
+//!
+//! `cdnlab up` calls [`issue_lab_certs`] once per lab; each node process loads its
+//! [`Identity`] from that directory. A node that answers requests runs [`serve`] with a handler
+//! that sees the caller's node name; a node that asks holds a [`Client`] and calls it. Each call
+//! is one QUIC bidirectional stream carrying one length-prefixed bincode frame each way, so
+//! concurrent calls on one connection never wait for each other.
+//!
+//! The message types are the caller's: any serde type works, so the chunk-location exchange,
+//! ICN messages, fog metadata and replication commands all ride the same library.
+
+mod certs;
+mod client;
+mod codec;
+mod identity;
+mod server;
+mod tls;
+
+pub use certs::issue_lab_certs;
+pub use client::Client;
+pub use codec::MAX_FRAME;
+pub use identity::{Identity, PeerName};
+pub use server::{serve, ServerHandle};
+pub use tls::ALPN;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,506 @@
+//! End-to-end tests on loopback: real QUIC, real certificates from `issue_lab_certs`.
+
+use super::identity::Identity;
+use super::server::BAD_REQUEST;
+use super::{issue_lab_certs, serve, tls, Client, PeerName, ServerHandle, ALPN, MAX_FRAME};
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Every test is bounded by this, so a regression fails instead of hanging CI.
+const LIMIT: Duration = Duration::from_secs(20);
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+enum Request {
+    WhereIs { video: String, chunk: u32 },
+    Offload(Vec<u32>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+enum Response {
+    At { node: String, asked_by: String },
+    Accepted(usize),
+}
+
+/// A directory under the system temp dir, removed when dropped (even when a test fails).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("ctl-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn lab(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    issue_lab_certs(&dir.0, name, &["urr", "drr", "dcs1"]).unwrap();
+    dir
+}
+
+fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// A server for node `urr` that answers `WhereIs` with the asking peer's name and counts calls.
+async fn location_server(id: &Identity, calls: Arc<AtomicUsize>) -> ServerHandle {
+    serve(loopback(), id, move |peer: PeerName, request: Request| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        async move {
+            match request {
+                Request::WhereIs { video, chunk } => Response::At {
+                    node: format!("dcs{}-{video}", chunk % 2),
+                    asked_by: peer.to_string(),
+                },
+                Request::Offload(chunks) => Response::Accepted(chunks.len()),
+            }
+        }
+    })
+    .await
+    .unwrap()
+}
+
+async fn bounded<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(LIMIT, future)
+        .await
+        .expect("test exceeded its time limit")
+}
+
+/// Connects and makes one call; the refusal may come at either step (see `Client::connect`).
+async fn connect_and_call(
+    addr: SocketAddr,
+    server_name: &str,
+    config: quinn::ClientConfig,
+) -> io::Result<Response> {
+    let client = Client::connect_with(addr, server_name, config).await?;
+    client
+        .call(&Request::WhereIs {
+            video: "v".into(),
+            chunk: 1,
+        })
+        .await
+}
+
+#[tokio::test]
+async fn typed_round_trip_and_the_handler_sees_the_callers_node_name() {
+    bounded(async {
+        let dir = lab("rt");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&Identity::load(&dir.0, "urr").unwrap(), calls.clone()).await;
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+        let client = Client::connect(server.local_addr(), "urr", &drr)
+            .await
+            .unwrap();
+
+        let answer: Response = client
+            .call(&Request::WhereIs {
+                video: "bbb".into(),
+                chunk: 3,
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            answer,
+            Response::At {
+                node: "dcs1-bbb".into(),
+                asked_by: "drr".into()
+            }
+        );
+        let answer: Response = client.call(&Request::Offload(vec![1, 2, 5])).await.unwrap();
+        assert_eq!(answer, Response::Accepted(3));
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+        // Another node's client is told apart.
+        let dcs = Identity::load(&dir.0, "dcs1").unwrap();
+        let other = Client::connect(server.local_addr(), "urr", &dcs)
+            .await
+            .unwrap();
+        let answer: Response = other
+            .call(&Request::WhereIs {
+                video: "x".into(),
+                chunk: 0,
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            answer,
+            Response::At {
+                node: "dcs0-x".into(),
+                asked_by: "dcs1".into()
+            }
+        );
+        client.close().await;
+        other.close().await;
+        server.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_client_without_a_certificate_is_refused() {
+    bounded(async {
+        let dir = lab("nocert");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&Identity::load(&dir.0, "urr").unwrap(), calls.clone()).await;
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+
+        // It trusts the lab CA, speaks the right ALPN, but presents no certificate.
+        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(drr.roots.clone())
+        .with_no_client_auth();
+        tls.alpn_protocols = vec![ALPN.to_vec()];
+        let config = tls::client_config_from(tls).unwrap();
+
+        let err = connect_and_call(server.local_addr(), "urr", config)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("urr"), "{err}");
+        assert!(err.to_string().contains("handshake failed"), "{err}");
+        assert!(err.to_string().contains("certificate"), "{err}");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            0,
+            "the handler ran for a stranger"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_client_with_a_certificate_from_another_lab_is_refused() {
+    bounded(async {
+        let home = lab("home");
+        let foreign = lab("foreign");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&Identity::load(&home.0, "urr").unwrap(), calls.clone()).await;
+
+        // Trusts the home lab's server, but its own certificate (same node name) is foreign.
+        let stranger = Identity::load(&foreign.0, "drr").unwrap();
+        let home_drr = Identity::load(&home.0, "drr").unwrap();
+        let mixed = Identity {
+            roots: home_drr.roots.clone(),
+            ..stranger
+        };
+        let config = tls::client_config(&mixed).unwrap();
+
+        let err = connect_and_call(server.local_addr(), "urr", config)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("urr"), "{err}");
+        assert!(err.to_string().contains("handshake failed"), "{err}");
+        assert!(err.to_string().contains("certificate"), "{err}");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            0,
+            "the handler ran for a stranger"
+        );
+
+        // The home lab's own drr still gets through the same server.
+        let client = Client::connect(server.local_addr(), "urr", &home_drr)
+            .await
+            .unwrap();
+        let answer: Response = client.call(&Request::Offload(vec![])).await.unwrap();
+        assert_eq!(answer, Response::Accepted(0));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_with_a_certificate_from_another_lab_is_refused_by_the_client() {
+    bounded(async {
+        let home = lab("shome");
+        let foreign = lab("sforeign");
+        // The server would accept home clients, but presents a foreign certificate.
+        let home_urr = Identity::load(&home.0, "urr").unwrap();
+        let impostor = Identity {
+            roots: home_urr.roots.clone(),
+            ..Identity::load(&foreign.0, "urr").unwrap()
+        };
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&impostor, calls.clone()).await;
+
+        let drr = Identity::load(&home.0, "drr").unwrap();
+        let err = Client::connect(server.local_addr(), "urr", &drr)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused, "{err}");
+        assert!(err.to_string().contains("urr"), "{err}");
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_certificate_for_another_node_is_refused() {
+    bounded(async {
+        let dir = lab("name");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&Identity::load(&dir.0, "urr").unwrap(), calls.clone()).await;
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+        // Right lab, wrong node: the client wanted dcs1 and got urr.
+        let err = Client::connect(server.local_addr(), "dcs1", &drr)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused, "{err}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_peer_speaking_another_protocol_is_refused() {
+    bounded(async {
+        let dir = lab("alpn");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&Identity::load(&dir.0, "urr").unwrap(), calls.clone()).await;
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+        // A lab certificate, but HTTP/3 instead of the control protocol.
+        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(drr.roots.clone())
+        .with_client_auth_cert(drr.chain.clone(), drr.key.clone_key())
+        .unwrap();
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        let config = tls::client_config_from(tls).unwrap();
+        let err = connect_and_call(server.local_addr(), "urr", config)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("handshake failed"), "{err}");
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_oversized_frame_is_refused_and_the_connection_still_serves() {
+    bounded(async {
+        let dir = lab("big");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&Identity::load(&dir.0, "urr").unwrap(), calls.clone()).await;
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+
+        // A raw stream announcing one byte over the limit, then nothing more: were the length
+        // trusted, the server would wait for 16 MiB that never come.
+        let endpoint = quinn::Endpoint::client(loopback()).unwrap();
+        let connection = endpoint
+            .connect_with(
+                tls::client_config(&drr).unwrap(),
+                server.local_addr(),
+                "urr",
+            )
+            .unwrap()
+            .await
+            .unwrap();
+        let (mut send, mut recv) = connection.open_bi().await.unwrap();
+        send.write_all(&(MAX_FRAME as u32 + 1).to_be_bytes())
+            .await
+            .unwrap();
+        match recv.read_to_end(64).await {
+            Err(quinn::ReadToEndError::Read(quinn::ReadError::Reset(code))) => {
+                assert_eq!(code, BAD_REQUEST.into())
+            }
+            other => panic!("expected a reset with BAD_REQUEST, got {other:?}"),
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+        // The same connection still answers a well-formed call.
+        let (mut send, mut recv) = connection.open_bi().await.unwrap();
+        let frame = super::codec::encode(&Request::Offload(vec![9])).unwrap();
+        send.write_all(&frame).await.unwrap();
+        send.finish().unwrap();
+        let answer: Response = super::codec::read_frame(&mut recv).await.unwrap();
+        assert_eq!(answer, Response::Accepted(1));
+
+        // And a client never sends an oversized request in the first place.
+        let client = Client::connect(server.local_addr(), "urr", &drr)
+            .await
+            .unwrap();
+        let err = client
+            .call::<_, Response>(&Request::Offload(vec![u32::MAX; MAX_FRAME / 4]))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_request_of_the_wrong_type_gets_a_refusal_not_a_timeout() {
+    bounded(async {
+        let dir = lab("type");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&Identity::load(&dir.0, "urr").unwrap(), calls.clone()).await;
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+        let client = Client::connect(server.local_addr(), "urr", &drr)
+            .await
+            .unwrap();
+        // Variant index 7 of a u8 does not exist in `Request`.
+        let err = client.call::<_, Response>(&(7u8, 1u8)).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        assert!(err.to_string().contains("refused the request"), "{err}");
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn concurrent_calls_on_one_connection_are_served_together() {
+    const CALLS: usize = 16;
+    bounded(async {
+        let dir = lab("conc");
+        // Each handler waits until all CALLS requests are inside the server at once: with
+        // calls served one after another this would never happen and the calls would time out.
+        let barrier = Arc::new(tokio::sync::Barrier::new(CALLS));
+        let server = serve(loopback(), &Identity::load(&dir.0, "urr").unwrap(), {
+            move |_peer: PeerName, n: u32| {
+                let barrier = barrier.clone();
+                async move {
+                    barrier.wait().await;
+                    n * 10
+                }
+            }
+        })
+        .await
+        .unwrap();
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+        let client = Arc::new(
+            Client::connect(server.local_addr(), "urr", &drr)
+                .await
+                .unwrap()
+                .with_timeout(Duration::from_secs(5)),
+        );
+        let mut calls = tokio::task::JoinSet::new();
+        for n in 0..CALLS as u32 {
+            let client = client.clone();
+            calls.spawn(async move { (n, client.call::<u32, u32>(&n).await) });
+        }
+        let mut answered = 0;
+        while let Some(joined) = calls.join_next().await {
+            let (n, answer) = joined.unwrap();
+            assert_eq!(answer.unwrap(), n * 10);
+            answered += 1;
+        }
+        assert_eq!(answered, CALLS);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_call_without_an_answer_times_out() {
+    bounded(async {
+        let dir = lab("slow");
+        let server = serve(
+            loopback(),
+            &Identity::load(&dir.0, "urr").unwrap(),
+            |_peer: PeerName, _n: u32| std::future::pending::<u32>(),
+        )
+        .await
+        .unwrap();
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+        let client = Client::connect(server.local_addr(), "urr", &drr)
+            .await
+            .unwrap()
+            .with_timeout(Duration::from_millis(300));
+        let err = client.call::<u32, u32>(&1).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        assert!(err.to_string().contains("urr"), "{err}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn calls_fail_promptly_once_the_server_is_gone() {
+    bounded(async {
+        let dir = lab("gone");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&Identity::load(&dir.0, "urr").unwrap(), calls).await;
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+        let client = Client::connect(server.local_addr(), "urr", &drr)
+            .await
+            .unwrap();
+        let answer: Response = client.call(&Request::Offload(vec![4])).await.unwrap();
+        assert_eq!(answer, Response::Accepted(1));
+        server.close().await;
+        let err = client
+            .call::<_, Response>(&Request::Offload(vec![]))
+            .await
+            .unwrap_err();
+        assert_ne!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        assert!(err.to_string().contains("server closing"), "{err}");
+    })
+    .await;
+}
+
+#[test]
+fn issued_files_are_pem_with_a_private_key_only_root_can_read() {
+    let dir = lab("files");
+    for file in [
+        "ca.pem", "urr.pem", "urr.key", "drr.pem", "drr.key", "dcs1.pem", "dcs1.key",
+    ] {
+        let text = std::fs::read_to_string(dir.0.join(file)).unwrap();
+        assert!(text.starts_with("-----BEGIN "), "{file}: {text}");
+    }
+    let mode = std::fs::metadata(dir.0.join("urr.key"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(
+        !dir.0.join("ca.key").exists(),
+        "the CA key must not be kept"
+    );
+    assert_eq!(Identity::load(&dir.0, "dcs1").unwrap().node(), "dcs1");
+}
+
+#[test]
+fn bad_node_names_are_refused_before_any_file_is_written() {
+    let dir = TempDir::new("badname");
+    for bad in ["../etc", "a/b", "", "Upper", "dash-", "9lives"] {
+        let err = issue_lab_certs(&dir.0, "x", &["ok", bad]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{bad}: {err}");
+    }
+    assert!(!dir.0.exists());
+}
+
+#[test]
+fn loading_reports_missing_and_mismatched_files() {
+    let dir = lab("load");
+    let err = Identity::load(&dir.0, "nobody").unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    assert!(err.to_string().contains("nobody.pem"), "{err}");
+
+    // urr's certificate under drr's name.
+    copy(&dir.0, "urr.pem", "drr.pem");
+    let err = Identity::load(&dir.0, "drr").unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    assert!(err.to_string().contains("names node `urr`"), "{err}");
+
+    std::fs::write(dir.0.join("ca.pem"), "not a certificate\n").unwrap();
+    let err = Identity::load(&dir.0, "urr").unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    assert!(err.to_string().contains("ca.pem"), "{err}");
+}
+
+fn copy(dir: &Path, from: &str, to: &str) {
+    std::fs::copy(dir.join(from), dir.join(to)).unwrap();
+}

@@ -1,0 +1,126 @@
+//! The per-segment record of a streaming session: one CSV row per downloaded segment, with the
+//! host and time of every HTTP hop (each redirect, then the server that sent the body), so a
+//! reader can see where a slow download spent its time.
+
+use serde::Serialize;
+
+use super::abr::DownloadObservation;
+
+/// One HTTP exchange of a segment download: the host asked and the seconds from sending the
+/// request to the end of its response.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hop {
+    pub host: String,
+    pub seconds: f64,
+}
+
+/// One downloaded segment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SegmentRecord {
+    pub index: usize,
+    pub quality: usize,
+    pub bitrate_bps: u64,
+    pub bytes: u64,
+    /// When the first request was sent, in seconds since the session started.
+    pub request_time_s: f64,
+    /// From the first request to the last byte, redirects included.
+    pub download_time_s: f64,
+    /// bytes × 8 / download time, in Mbit/s.
+    pub throughput_mbps: f64,
+    /// Seconds of media buffered right after the segment arrived.
+    pub buffer_s: f64,
+    /// Redirects first, the server that sent the body last (filled in by the HTTP client).
+    pub hops: Vec<Hop>,
+}
+
+/// The CSV header, in the order of [`SegmentRecord::to_csv_row`].
+pub const CSV_HEADER: &str =
+    "index,quality,bitrate_bps,bytes,request_time_s,download_time_s,throughput_mbps,buffer_s,hops";
+
+impl SegmentRecord {
+    /// The record of download `d` of a segment encoded at `bitrate_bps`, with request times
+    /// counted from `origin_ns` (the session's start).
+    pub fn new(
+        d: &DownloadObservation,
+        bitrate_bps: u64,
+        origin_ns: u64,
+        hops: Vec<Hop>,
+    ) -> SegmentRecord {
+        SegmentRecord {
+            index: d.index,
+            quality: d.quality,
+            bitrate_bps,
+            bytes: d.bytes,
+            request_time_s: d.start_ns.saturating_sub(origin_ns) as f64 / 1e9,
+            download_time_s: d.download_s(),
+            throughput_mbps: d.throughput_bps() / 1e6,
+            buffer_s: d.buffer_s,
+            hops,
+        }
+    }
+
+    /// Redirects followed: every hop but the last.
+    pub fn redirects(&self) -> usize {
+        self.hops.len().saturating_sub(1)
+    }
+
+    /// Seconds spent in redirects (every hop but the last).
+    pub fn redirect_time_s(&self) -> f64 {
+        let n = self.redirects();
+        self.hops[..n].iter().map(|h| h.seconds).sum()
+    }
+
+    /// The record as a CSV line (no newline) under [`CSV_HEADER`]; hops as
+    /// `host:seconds;host:seconds`.
+    pub fn to_csv_row(&self) -> String {
+        let hops: Vec<String> = self
+            .hops
+            .iter()
+            .map(|h| format!("{}:{:.6}", h.host, h.seconds))
+            .collect();
+        format!(
+            "{},{},{},{},{:.6},{:.6},{:.4},{:.3},{}",
+            self.index,
+            self.quality,
+            self.bitrate_bps,
+            self.bytes,
+            self.request_time_s,
+            self.download_time_s,
+            self.throughput_mbps,
+            self.buffer_s,
+            csv_field(&hops.join(";"))
+        )
+    }
+}
+
+/// Quotes a CSV field that holds a comma, a quote or a line break (RFC 4180).
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// Redirect totals of a session, for its summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RedirectSummary {
+    /// Mean redirects followed per segment.
+    pub redirects_per_chunk: f64,
+    /// Total seconds spent in redirects.
+    pub redirect_time_s: f64,
+}
+
+impl RedirectSummary {
+    pub fn from_records(records: &[SegmentRecord]) -> RedirectSummary {
+        let redirects: usize = records.iter().map(SegmentRecord::redirects).sum();
+        RedirectSummary {
+            redirects_per_chunk: if records.is_empty() {
+                0.0
+            } else {
+                redirects as f64 / records.len() as f64
+            },
+            redirect_time_s: records.iter().map(SegmentRecord::redirect_time_s).sum(),
+        }
+    }
+}
