@@ -249,7 +249,8 @@ fn representation(
     })
 }
 
-/// Each segment's duration in seconds, from a SegmentTimeline or the constant `duration`.
+/// Each segment's duration in seconds, from the lowest-level SegmentList that gives a
+/// SegmentTimeline or a constant `duration` (a lower level overrides the levels above).
 fn durations(
     lists: &[&Element],
     count: usize,
@@ -257,57 +258,67 @@ fn durations(
     line: usize,
 ) -> Result<Vec<f64>, ManifestError> {
     let scale = timescale as f64;
-    if let Some(timeline) = lists.iter().find_map(|l| l.child("SegmentTimeline")) {
-        let mut out = Vec::with_capacity(count);
-        for s in timeline.children_named("S") {
-            let d: u64 = s
-                .attr("d")
-                .and_then(|d| d.trim().parse().ok())
-                .ok_or_else(|| ManifestError::at(s.line, "<S> needs an integer d"))?;
-            let repeat: i64 = match s.attr("r") {
-                Some(r) => r
-                    .trim()
-                    .parse()
-                    .map_err(|_| ManifestError::at(s.line, format!("r {r:?} is not an integer")))?,
-                None => 0,
-            };
-            if repeat < 0 {
-                return Err(ManifestError::at(
-                    s.line,
-                    "open-ended repeats (r < 0) are not supported",
-                ));
-            }
-            // Expand at most one past the segments there are: a huge r costs nothing and an
-            // overlong timeline is still detected.
-            let room = (count + 1).saturating_sub(out.len()) as u64;
-            let times = (repeat as u64).saturating_add(1).min(room);
-            out.extend(std::iter::repeat_n(d as f64 / scale, times as usize));
+    for list in lists {
+        if let Some(timeline) = list.child("SegmentTimeline") {
+            return timeline_durations(timeline, count, scale);
         }
-        if out.len() != count {
+        if let Some(duration) = list.attr("duration") {
+            let d: u64 = duration.trim().parse().map_err(|_| {
+                ManifestError::at(
+                    list.line,
+                    format!("duration {duration:?} is not an integer"),
+                )
+            })?;
+            return Ok(vec![d as f64 / scale; count]);
+        }
+    }
+    Err(ManifestError::at(
+        line,
+        "<SegmentList> has neither duration nor SegmentTimeline",
+    ))
+}
+
+/// Durations from `<S d= r=>` entries, which must cover exactly `count` segments.
+fn timeline_durations(
+    timeline: &Element,
+    count: usize,
+    scale: f64,
+) -> Result<Vec<f64>, ManifestError> {
+    let mut out = Vec::with_capacity(count);
+    for s in timeline.children_named("S") {
+        let d: u64 = s
+            .attr("d")
+            .and_then(|d| d.trim().parse().ok())
+            .ok_or_else(|| ManifestError::at(s.line, "<S> needs an integer d"))?;
+        let repeat: i64 = match s.attr("r") {
+            Some(r) => r
+                .trim()
+                .parse()
+                .map_err(|_| ManifestError::at(s.line, format!("r {r:?} is not an integer")))?,
+            None => 0,
+        };
+        if repeat < 0 {
             return Err(ManifestError::at(
-                timeline.line,
-                format!(
-                    "the SegmentTimeline covers {} segments, the SegmentList has {count}",
-                    out.len()
-                ),
+                s.line,
+                "open-ended repeats (r < 0) are not supported",
             ));
         }
-        return Ok(out);
+        // Expand at most one past the segments there are: a huge r costs nothing and an
+        // overlong timeline is still detected.
+        let room = (count + 1).saturating_sub(out.len()) as u64;
+        let times = (repeat as u64).saturating_add(1).min(room);
+        out.extend(std::iter::repeat_n(d as f64 / scale, times as usize));
     }
-    let duration = lists
-        .iter()
-        .find_map(|l| l.attr("duration"))
-        .ok_or_else(|| {
-            ManifestError::at(
-                line,
-                "<SegmentList> has neither duration nor SegmentTimeline",
-            )
-        })?;
-    let d: u64 = duration
-        .trim()
-        .parse()
-        .map_err(|_| ManifestError::at(line, format!("duration {duration:?} is not an integer")))?;
-    Ok(vec![d as f64 / scale; count])
+    if out.len() != count {
+        return Err(ManifestError::at(
+            timeline.line,
+            format!(
+                "the SegmentTimeline covers {} segments, the SegmentList has {count}",
+                out.len()
+            ),
+        ));
+    }
+    Ok(out)
 }
 
 /// `first-last`, inclusive, as in HTTP.

@@ -42,6 +42,9 @@ impl BaseUrl {
         if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
             return err("the scheme must be http or https");
         }
+        if authority.contains(['/', '?', '#', '@']) {
+            return err("only an origin is allowed: no path, query, fragment or user");
+        }
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
             // An IPv6 literal: `[::1]:8080`.
             let Some((addr, rest)) = v6.split_once(']') else {
@@ -74,13 +77,11 @@ impl BaseUrl {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b':'))
         {
-            return err("the host has characters other than letters, digits, '-' and '.', or the URL has a path");
+            return err("the host has characters other than letters, digits, '-' and '.'");
         }
         if let Some(port) = port {
-            if port.is_empty()
-                || port.len() > 5
-                || !port.bytes().all(|b| b.is_ascii_digit())
-                || port.parse::<u32>().map_or(true, |p| p > 65_535)
+            let number = port.parse::<u32>();
+            if !port.bytes().all(|b| b.is_ascii_digit()) || !matches!(number, Ok(p) if p <= 65_535)
             {
                 return err("the port must be a number from 0 to 65535");
             }

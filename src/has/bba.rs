@@ -34,7 +34,9 @@ impl Bba {
         Bba { buffer_s }
     }
 
-    /// The (reservoir, cushion end) buffer levels in seconds for segments of `segment_s`.
+    /// The (reservoir, cushion end) buffer levels in seconds for segments of `segment_s`: 10 %
+    /// (at least one segment) and 90 % of P − `segment_s`. A cushion that ends inside the
+    /// reservoir (a buffer of barely more than a segment) leaves only the lowest quality.
     pub fn bounds_s(&self, segment_s: f64) -> (f64, f64) {
         let usable = (self.buffer_s - segment_s).max(0.0);
         let reservoir = (RESERVOIR_FRACTION * usable).max(segment_s);

@@ -164,7 +164,7 @@ fn probe_chunks_set_the_cache_filter_and_jumps_restart_the_mean() {
     let ladder = paper_ladder();
     let mut mss = Mss::new(20.0);
     mss.next_quality(&ctx(&ladder, 0.0, 0.0, None));
-    let mut feed = |mss: &mut Mss, i: usize, bps: f64| {
+    let feed = |mss: &mut Mss, i: usize, bps: f64| {
         mss.on_download(&download(i, 0, 500_000, bps, 1.0 + i as f64, 2.0));
     };
     feed(&mut mss, 0, 1e6);
