@@ -3,6 +3,7 @@
 //! routes. Nothing is returned unless everything checks out.
 
 use super::addressing::{assign_subnets, place_segments};
+use super::conditions::prune;
 use super::error::{Diags, Problem, TopologyError};
 use super::graph::check_connected;
 use super::model::{Node, Program, Topology};
@@ -44,6 +45,7 @@ pub fn parse(text: &str, source: &str, opts: &LoadOptions) -> Result<Topology, T
     check_keys(&root, &TOP_KEYS, "the file", &mut diags);
     let vars = read_vars(&root, opts.set, &mut diags);
     substitute(&mut root, &vars, &mut diags);
+    prune(&mut root, &mut diags);
     let name = read_lab_name(&root, opts.name, &mut diags);
     let nodes = read_nodes(&root, &mut diags);
     let names = NodeNames::new(nodes.iter().map(|(name, _)| name.clone()).collect());

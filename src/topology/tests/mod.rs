@@ -1,6 +1,7 @@
 //! Whole-file tests: every validation error with its exact position, and the addresses and
 //! routes computed for small and large topologies.
 
+mod conditions;
 mod errors;
 mod format;
 mod routing;
