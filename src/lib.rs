@@ -5,11 +5,14 @@
 
 pub mod bench;
 pub mod cdn;
+pub mod cdn_roles;
 pub mod cli;
 pub mod control;
 pub mod has;
+pub mod has_client;
 pub mod lab;
 pub mod probe;
 pub mod roles;
 pub mod run;
+pub mod sweep;
 pub mod topology;

@@ -2,4 +2,4 @@
 //! `bins/` and installed beside the `cdnlab` executable.
 
 /// Every role a topology may name.
-pub const ROLES: &[&str] = &["probe"];
+pub const ROLES: &[&str] = &["probe", "has-client", "ucs", "dcs", "urr", "drr"];

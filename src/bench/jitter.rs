@@ -6,13 +6,17 @@ use super::stats::{implied_jitter, stdev_sampling_halfwidth, JitterMoments};
 use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::Result;
-use crate::probe::RttReport;
-use netem::Distribution;
+use crate::probe::{stdev, RttReport};
+use netem::shaper::{LinkShaper, Verdict as ShaperVerdict};
+use netem::{Distribution, Impairments};
 
 const LAB: &str = "bench-jitter";
 const DELAY_MS: f64 = 20.0;
 const JITTER_MS: f64 = 5.0;
 const INTERVAL: &str = "2ms";
+
+/// Frame bytes of an echo (64-byte UDP payload); only a rate would make it matter.
+const ECHO_FRAME_BYTES: u32 = 64 + 8 + 20 + 14;
 
 /// How far the measured stdev may stray from the implied one, relative, at least (wider when
 /// the sample's own 95% range is wider).
@@ -21,6 +25,9 @@ const TOLERANCE: f64 = 0.05;
 struct Point {
     distribution: Distribution,
     implied: JitterMoments,
+    /// The stdev of the delays the shaper's model draws with this run's seed; `None` without
+    /// a shaper (the kernel's random numbers cannot be replayed).
+    model_stdev: Option<f64>,
     report: RttReport,
 }
 
@@ -61,10 +68,14 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
                 INTERVAL,
             ],
         )?;
+        let model_stdev = lab
+            .shaper_seed("router-server", "server")
+            .and_then(|seed| replay_stdev(distribution, seed, report.sent));
         lab.down()?;
         points.push(Point {
             distribution,
             implied: implied_jitter(distribution, JITTER_MS),
+            model_stdev,
             report,
         });
     }
@@ -77,6 +88,8 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         "measured RTT σ (ms)",
         "measured / implied",
         "95% sampling range",
+        "model σ, same seed (ms)",
+        "measured / model",
     ]);
     for p in &points {
         let summary = p.report.rtt_ms;
@@ -90,6 +103,11 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             num(summary.map(|s| s.stdev), 3),
             num(p.ratio(), 3),
             format!("±{:.1}%", range * 100.0),
+            num(p.model_stdev, 3),
+            num(
+                summary.zip(p.model_stdev).map(|(s, model)| s.stdev / model),
+                3,
+            ),
         ]);
     }
     let misses: Vec<String> = points
@@ -127,6 +145,11 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             "95% sampling range: how far a sample stdev of this many draws from the table \
              strays from the table's own, by the delta method (Var s ≈ σ²(κ−1)/4n)."
                 .into(),
+            "Model σ, same seed: the stdev of the delays netem's model (netem::shaper) draws \
+             for as many packets with the seed this run's queue had — the delays this very run \
+             should have applied, so measured / model is the emulation's own error, free of \
+             sampling (— on the kernel backend, whose random numbers cannot be replayed)."
+                .into(),
         ],
         table,
         target: format!(
@@ -143,4 +166,31 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             Verdict::Missed(misses.join("; "))
         },
     })
+}
+
+/// The stdev, in ms, of the delays `netem::shaper::LinkShaper` gives `count` packets with
+/// `seed`: the echo direction's impairments replayed. Without a rate the draws do not depend on
+/// arrival times, only on their order, so any spacing replays the run.
+fn replay_stdev(distribution: Distribution, seed: u64, count: u64) -> Option<f64> {
+    let mut shaper = LinkShaper::new(impairments(distribution), seed);
+    let delays: Vec<f64> = (0..count)
+        .filter_map(|i| {
+            let now = i * 2_000_000;
+            match shaper.enqueue(now, ECHO_FRAME_BYTES) {
+                ShaperVerdict::SendAt(at) => Some((at as f64 - now as f64) / 1e6),
+                ShaperVerdict::Drop(_) => None,
+            }
+        })
+        .collect();
+    stdev(&delays)
+}
+
+/// The impaired direction's impairments, as the topology text sets them.
+fn impairments(distribution: Distribution) -> Impairments {
+    Impairments {
+        delay_ns: (DELAY_MS * 1e6) as u64,
+        jitter_ns: (JITTER_MS * 1e6) as u64,
+        distribution: Some(distribution),
+        ..Impairments::default()
+    }
 }

@@ -93,6 +93,18 @@ impl BenchLab {
         lab::shaper::show(&self.state).map(Some)
     }
 
+    /// The seed of the shaper queue for what `sender` sends on the segment named `segment`
+    /// (`None` without a shaper): the lab's seed plus the direction's index, as
+    /// `lab::shaper::start` hands them out. With it the shaper's model can be replayed.
+    pub fn shaper_seed(&self, segment: &str, sender: &str) -> Option<u64> {
+        self.state.shaper.as_ref()?;
+        let topology = &self.state.topology;
+        let segment = topology.segments.iter().position(|s| s.name == segment)?;
+        let sender = topology.nodes.iter().position(|n| n.name == sender)?;
+        let index = self.state.direction_index(segment, sender)?;
+        Some(SEED.wrapping_add(index as u64))
+    }
+
     /// Reads sysctl `key` (`net/ipv4/...` form) of `node`'s namespace, writing `value` to it
     /// first if given; returns the value read.
     pub fn sysctl(&self, node: &str, key: &str, value: Option<&str>) -> Result<String> {

@@ -55,7 +55,7 @@ impl Report {
     pub fn render(&self) -> String {
         let mut text = format!("## {}: {}\n\n", self.name, self.title);
         for line in &self.setup {
-            text += &format!("{line}\n");
+            text += &format!("- {line}\n");
         }
         if !self.table.is_empty() {
             text += "\n";
@@ -94,6 +94,11 @@ pub fn run_one(name: &str, options: &BenchOptions) -> Result<Report> {
             BENCHMARKS.join(", ")
         ))),
     }?;
+    if let Ok(backend) = crate::lab::links::choose_backend(&options.link_backend) {
+        report
+            .setup
+            .push(format!("Link backend: {}.", backend.name()));
+    }
     // Other work on the machine shifts timing numbers; the load says how much there was.
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
         let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -168,7 +173,7 @@ mod tests {
         };
         assert_eq!(
             report.render(),
-            "## delay: configured vs measured\n\nTwo hops.\n\n| a   |\n| --- |\n| 1   |\n\n\
+            "## delay: configured vs measured\n\n- Two hops.\n\n| a   |\n| --- |\n| 1   |\n\n\
              Target: error ≤ 0.2 ms\nResult: **missed** — 0.3 ms at 150 ms\n"
         );
     }

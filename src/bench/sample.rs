@@ -19,6 +19,8 @@ pub struct Steady {
     /// Frame bytes the data direction's queue accepted (netem's count: Ethernet frames).
     pub data_bytes: u64,
     pub data_packets: u64,
+    /// Times the shaper's departure timer woke it up.
+    pub timer_wakeups: u64,
 }
 
 impl Steady {
@@ -55,17 +57,32 @@ fn ticks_per_second() -> Result<f64> {
     }
 }
 
-/// The data queue's (bytes, packets) counters.
-fn queue_counters(lab: &BenchLab, queue_id: &str) -> Result<(u64, u64)> {
+/// The shaper's counters that `Steady` takes differences of.
+struct Counters {
+    bytes: u64,
+    packets: u64,
+    timer_wakeups: u64,
+}
+
+/// The data queue's byte and packet counters and the daemon's timer wake-ups.
+fn counters(lab: &BenchLab, queue_id: &str) -> Result<Counters> {
     let status = lab
         .shaper_status()?
         .ok_or_else(|| Error("the lab runs no shaper".into()))?;
+    let timer_wakeups = status
+        .daemon
+        .as_ref()
+        .map_or(0, |d| d.wakeup_lateness.count);
     status
         .queues
         .into_iter()
         .flatten()
         .find(|q| q.id == queue_id)
-        .map(|q| (q.stats.bytes, q.stats.packets))
+        .map(|q| Counters {
+            bytes: q.stats.bytes,
+            packets: q.stats.packets,
+            timer_wakeups,
+        })
         .ok_or_else(|| Error(format!("the shaper has no queue `{queue_id}`")))
 }
 
@@ -86,17 +103,18 @@ pub fn steady_state(
     interrupt::check()?;
     let start = Instant::now();
     let ticks_start = read_ticks(shaper.pid)?;
-    let (bytes_start, packets_start) = queue_counters(lab, data_queue)?;
+    let first = counters(lab, data_queue)?;
     std::thread::sleep(seconds.saturating_sub(START_AFTER_WARMUP + END_BEFORE_FINISH));
     let ticks_end = read_ticks(shaper.pid)?;
-    let (bytes_end, packets_end) = queue_counters(lab, data_queue)?;
+    let last = counters(lab, data_queue)?;
     let elapsed = start.elapsed().as_secs_f64();
     interrupt::check()?;
     Ok(Some(Steady {
         seconds: elapsed,
         shaper_cores: ticks_end.saturating_sub(ticks_start) as f64 / hz / elapsed,
-        data_bytes: bytes_end.saturating_sub(bytes_start),
-        data_packets: packets_end.saturating_sub(packets_start),
+        data_bytes: last.bytes.saturating_sub(first.bytes),
+        data_packets: last.packets.saturating_sub(first.packets),
+        timer_wakeups: last.timer_wakeups.saturating_sub(first.timer_wakeups),
     }))
 }
 
@@ -122,6 +140,7 @@ mod tests {
             shaper_cores: 0.1,
             data_bytes: 25_000_000,
             data_packets: 16_512,
+            timer_wakeups: 0,
         };
         assert_eq!(steady.link_mbps(), 100.0);
     }

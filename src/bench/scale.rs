@@ -65,13 +65,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         setup: vec![
             format!(
                 "topologies/tree100.toml (a root, 9 branches, 90 leaves; every link 1 ms each \
-                 way, so every link direction is emulated), as lab `{LAB}`, {} {} link backend.",
-                options.link_backend,
-                if options.link_backend == "auto" {
-                    "(whichever the kernel allows)"
-                } else {
-                    "forced"
-                }
+                 way, so every link direction is emulated), as lab `{LAB}`."
             ),
             format!(
                 "`up` is timed from the call to ready (namespaces, veths, addresses, routes, \

@@ -74,6 +74,9 @@ enum Verb {
         #[arg(long, default_value = "600s")]
         timeout: String,
     },
+    /// Run a topology once per combination of varied variables, several labs at once; write
+    /// every client's results to sweep.csv, print tables and draw SVG plots.
+    Sweep(Box<SweepArgs>),
     /// Measure link fidelity (delay, rate, jitter, loss), the shaper's CPU and how fast a
     /// 100-node lab comes up and down; print markdown tables. Needs root.
     Bench {
@@ -85,6 +88,84 @@ enum Verb {
         #[arg(long, default_value = "auto", value_parser = ["auto", "kernel", "userspace"])]
         link_backend: String,
     },
+}
+
+#[derive(clap::Args)]
+pub struct SweepArgs {
+    /// The topology file.
+    topology: PathBuf,
+    /// A variable and its values: `--vary internet_delay=0ms,50ms,100ms` (repeatable).
+    #[arg(long, value_name = "KEY=V1,V2,...", value_parser = crate::sweep::grid::parse_vary, required = true)]
+    vary: Vec<(String, Vec<String>)>,
+    /// A variable every run gets.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = topology::parse_set)]
+    set: Vec<(String, String)>,
+    /// How many labs run at once.
+    #[arg(long, default_value_t = 4)]
+    parallel: usize,
+    /// The sweep directory (default: results/sweep-UNIXTIME).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// A metric against a varied variable, tabulated and plotted: `--plot startup_delay_s:internet_delay`.
+    #[arg(long, value_name = "METRIC:VARIABLE")]
+    plot: Vec<String>,
+    /// The client field that names the lines of a plot.
+    #[arg(long, default_value = "policy")]
+    series: String,
+    #[arg(long, default_value = "auto", value_parser = ["auto", "kernel", "userspace"])]
+    link_backend: String,
+    /// Per run: stop clients still running after this long.
+    #[arg(long, default_value = "600s")]
+    timeout: String,
+}
+
+fn sweep(args: SweepArgs) -> Result<(), Failure> {
+    let plots = args
+        .plot
+        .iter()
+        .map(|p| {
+            p.split_once(':')
+                .map(|(y, x)| (y.to_string(), x.to_string()))
+                .ok_or_else(|| usage_error(format!("--plot `{p}`: expected METRIC:VARIABLE")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // Check the file and every combination's variables before starting anything.
+    for run in crate::sweep::grid::combinations(&args.vary) {
+        let set: Vec<(String, String)> = args.set.iter().cloned().chain(run).collect();
+        topology::load(
+            &args.topology,
+            &LoadOptions {
+                name: None,
+                set: &set,
+            },
+        )?;
+    }
+    let out = args.out.unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from("results").join(format!("sweep-{now}"))
+    });
+    interrupt::install();
+    let report = crate::sweep::sweep(&crate::sweep::SweepOptions {
+        topology: args.topology,
+        set: args.set,
+        vary: args.vary,
+        parallel: args.parallel,
+        out_dir: out,
+        plots,
+        series: args.series,
+        run_flags: vec![
+            "--link-backend".into(),
+            args.link_backend,
+            "--timeout".into(),
+            args.timeout,
+        ],
+    })
+    .map_err(|message| Failure { message, status: 1 })?;
+    print!("{report}");
+    Ok(())
 }
 
 /// Runs the command line; returns the process exit status.
@@ -157,6 +238,7 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
             Ok(())
         }
         Verb::Run { args, out, timeout } => run(args, out, &timeout),
+        Verb::Sweep(args) => sweep(*args),
         Verb::Bench {
             which,
             quick,

@@ -1,0 +1,147 @@
+//! The HTTP accept loop every role uses: HTTP/1.1 with keep-alive and HTTP/2 over cleartext
+//! (prior knowledge) on one port (hyper-util's auto builder tells them apart by the preface),
+//! an optional access log, and graceful shutdown: stop accepting, let in-flight requests finish
+//! for a bounded time, close idle keep-alive connections.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+
+use super::body::Body;
+use super::http::{strip_for_head, target};
+
+/// How long in-flight requests may take to finish after shutdown is asked; below the 3 s
+/// `cdnlab down` waits before SIGKILL, so logs are flushed by an orderly exit.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a connection may wait for its next request head (see `serve_http`).
+pub const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(75);
+
+/// How a role's HTTP server behaves besides its handler.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The role's name, prefixed to log lines.
+    pub role: &'static str,
+    /// One line per request on stderr (the node's log): method, target, status, body bytes.
+    pub access_log: bool,
+}
+
+/// Serves `handler` on `listener` until `shutdown` resolves, then drains connections for at
+/// most `SHUTDOWN_GRACE`. A HEAD answer is the GET answer without its body.
+pub async fn serve_http<H, Fut>(
+    listener: TcpListener,
+    handler: H,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()>
+where
+    H: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response<Body>> + Send + 'static,
+{
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A limit on waiting for a request head, so an idle or trickling client cannot hold a
+    // connection forever. hyper counts idle keep-alive time in it, so it is also the keep-alive
+    // timeout: nginx's default 75 s rather than hyper's 30 s, so a HAS client pausing with a
+    // full buffer keeps its connection as it would with nginx.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(KEEP_ALIVE_TIMEOUT);
+    builder.http2().timer(TokioTimer::new());
+    let builder = Arc::new(builder);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // Each connection task holds a sender; `recv` returns `None` once all have finished.
+    let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    let options = Arc::new(options);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, _peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors or a connection reset before accept: keep serving
+                    // the connections we have and try again shortly.
+                    eprintln!("{}: accept: {e}", options.role);
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Small responses (302s) must not wait for Nagle.
+        let _ = stream.set_nodelay(true);
+        let builder = builder.clone();
+        let handler = handler.clone();
+        let options = options.clone();
+        let mut stop = stop_rx.clone();
+        let alive = alive_tx.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request: Request<Incoming>| {
+                let method = request.method().clone();
+                let logged = options
+                    .access_log
+                    .then(|| (target(request.uri()).to_string(), options.role));
+                let answer = handler(request);
+                async move {
+                    let response = strip_for_head(&method, answer.await);
+                    if let Some((target, role)) = logged {
+                        let bytes = response
+                            .headers()
+                            .get(hyper::header::CONTENT_LENGTH)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("-");
+                        eprintln!(
+                            "{role}: {method} {target} {} {bytes}",
+                            response.status().as_u16()
+                        );
+                    }
+                    Ok::<_, Infallible>(response)
+                }
+            });
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                () = stopped(&mut stop) => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
+                }
+            }
+            drop(alive);
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    drop(alive_tx);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, alive_rx.recv()).await;
+    Ok(())
+}
+
+/// Resolves once shutdown is asked (or the loop is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns is dropped here, not held across an await.
+    let _ = stop.wait_for(|stopping| *stopping).await.map(|_| ());
+}
+
+/// Resolves on SIGTERM (what `cdnlab down` sends) or SIGINT.
+pub async fn shutdown_signal() -> io::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
+}

@@ -1,0 +1,250 @@
+//! The role configuration of `has-client --config FILE`: the node's `config` table.
+//!
+//! ```toml
+//! url = "http://urr/p/direct-rr/video/master.m3u8"   # or …/manifest.mpd; required
+//! abr = "mss"               # mss | throughput | bba | bola
+//! buffer = "20s"            # P: the most media the player holds (tc time, or seconds)
+//! startup_segments = 1      # segments buffered before playback starts
+//! segments = 20             # play at most this many (default: every segment listed)
+//! timeout = "10s"           # per HTTP request (each hop of each attempt)
+//! policy = "direct-rr"      # label for the summary; default: the URL's /p/POLICY part
+//! http2 = false             # true: HTTP/2 with prior knowledge (h2c); false: HTTP/1.1 only
+//! max_duration = "60s"      # stop playing after this long (default: never; "0" = never)
+//! ```
+//! Topology variables arrive as strings (`segments = "${chunks}"`), so integers and booleans may
+//! also be strings holding one, and times may be numbers of seconds. An unknown key is an error
+//! that names it, so a typo does not silently fall back to a default.
+
+use std::path::Path;
+use std::time::Duration;
+
+use netem::units::parse_duration_ns;
+use toml::{Table, Value};
+
+use crate::cdn::{parse_path, Kind};
+use crate::has::{ABR_NAMES, DEFAULT_STARTUP_SEGMENTS};
+
+/// Every key the config may have.
+pub const CONFIG_KEYS: &[&str] = &[
+    "url",
+    "abr",
+    "buffer",
+    "startup_segments",
+    "segments",
+    "timeout",
+    "policy",
+    "http2",
+    "max_duration",
+];
+
+/// The paper's client buffer (and Smooth Streaming's maximum).
+pub const DEFAULT_BUFFER: Duration = Duration::from_secs(20);
+
+/// Per-request timeout unless configured.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A parsed `has-client` configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientConfig {
+    /// The manifest's absolute `http://` URL.
+    pub url: String,
+    /// One of [`ABR_NAMES`].
+    pub abr: String,
+    /// P, in seconds.
+    pub buffer_s: f64,
+    pub startup_segments: usize,
+    /// Play at most this many segments; `None`: all the manifest lists.
+    pub segments: Option<usize>,
+    pub timeout: Duration,
+    /// The label the summary carries; `None` when neither configured nor in the URL.
+    pub policy: Option<String>,
+    pub http2: bool,
+    pub max_duration: Option<Duration>,
+}
+
+impl ClientConfig {
+    /// A config with every default, for `url`.
+    pub fn new(url: &str) -> Result<ClientConfig, String> {
+        let mut table = Table::new();
+        table.insert("url".into(), Value::String(url.into()));
+        parse_config(&table)
+    }
+}
+
+/// Reads and parses a config file; errors name the file.
+pub fn read_config(path: &Path) -> Result<ClientConfig, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let table: Table = text
+        .parse()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_config(&table).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Parses a config table.
+pub fn parse_config(table: &Table) -> Result<ClientConfig, String> {
+    if let Some(key) = table.keys().find(|k| !CONFIG_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown config key `{key}` (known: {})",
+            CONFIG_KEYS.join(", ")
+        ));
+    }
+    let config = Config(table);
+    let url = config
+        .string("url")?
+        .ok_or("config key `url` is missing (the manifest URL, e.g. \"http://urr/p/direct-rr/video/master.m3u8\")")?;
+    check_url(url).map_err(|e| format!("config key `url`: {e}"))?;
+    let abr = config.string("abr")?.unwrap_or("mss");
+    if !ABR_NAMES.contains(&abr) {
+        return Err(format!(
+            "config key `abr`: unknown rate adaptation `{abr}` (use {})",
+            ABR_NAMES.join(", ")
+        ));
+    }
+    let buffer = config.duration("buffer")?.unwrap_or(DEFAULT_BUFFER);
+    if buffer.is_zero() {
+        return Err("config key `buffer`: the player buffer must be longer than 0".into());
+    }
+    let startup_segments = config
+        .integer("startup_segments")?
+        .unwrap_or(DEFAULT_STARTUP_SEGMENTS as u64);
+    if startup_segments == 0 {
+        return Err("config key `startup_segments`: playback needs at least 1 segment".into());
+    }
+    let segments = config.integer("segments")?;
+    if segments == Some(0) {
+        return Err("config key `segments`: play at least 1 segment (omit the key for all)".into());
+    }
+    let timeout = config.duration("timeout")?.unwrap_or(DEFAULT_TIMEOUT);
+    if timeout.is_zero() {
+        return Err("config key `timeout`: a request timeout must be longer than 0".into());
+    }
+    let policy = match config.string("policy")? {
+        Some(label) => Some(label.to_string()),
+        None => policy_of_url(url),
+    };
+    Ok(ClientConfig {
+        url: url.to_string(),
+        abr: abr.to_string(),
+        buffer_s: buffer.as_secs_f64(),
+        startup_segments: to_usize("startup_segments", startup_segments)?,
+        segments: segments.map(|n| to_usize("segments", n)).transpose()?,
+        timeout,
+        policy,
+        http2: config.boolean("http2")?.unwrap_or(false),
+        max_duration: config
+            .duration("max_duration")?
+            .filter(|duration| !duration.is_zero()),
+    })
+}
+
+/// The URL must be absolute `http://` with a host: the client is built without TLS.
+fn check_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    match parsed.scheme() {
+        "http" if parsed.host_str().is_some() => Ok(()),
+        "http" => Err(format!("`{url}` has no host")),
+        "https" => Err(format!(
+            "`{url}`: https is not supported (the lab's servers speak plain HTTP)"
+        )),
+        other => Err(format!("`{url}`: scheme `{other}` is not http")),
+    }
+}
+
+/// The policy a cdnlab manifest URL asks for: its `/p/POLICY` prefix, or `upstream-rr` for a
+/// cdnlab manifest path without one (the unrewritten manifest); `None` for other URLs.
+pub fn policy_of_url(url: &str) -> Option<String> {
+    let path = reqwest::Url::parse(url).ok()?.path().to_string();
+    if let Ok(request) = parse_path(&path) {
+        if matches!(request.kind, Kind::Master | Kind::Mpd) {
+            return Some(request.effective_policy().as_str().to_string());
+        }
+    }
+    // A prefix naming a policy cdnlab does not know is still the experimenter's label.
+    let rest = path.strip_prefix("/p/")?;
+    let label = rest.split('/').next().filter(|l| !l.is_empty())?;
+    Some(label.to_string())
+}
+
+fn to_usize(key: &str, n: u64) -> Result<usize, String> {
+    usize::try_from(n).map_err(|_| format!("config key `{key}`: {n} is too big"))
+}
+
+/// Typed access to the table; every error names its key.
+struct Config<'a>(&'a Table);
+
+impl Config<'_> {
+    fn string(&self, key: &str) -> Result<Option<&str>, String> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text)),
+            Some(other) => Err(format!(
+                "config key `{key}`: expected a string, found {}",
+                other.type_str()
+            )),
+        }
+    }
+
+    /// An integer ≥ 0, or a string holding one.
+    fn integer(&self, key: &str) -> Result<Option<u64>, String> {
+        let n = match self.0.get(key) {
+            None => return Ok(None),
+            Some(Value::Integer(n)) => *n,
+            Some(Value::String(text)) => text.trim().parse::<i64>().map_err(|_| {
+                format!("config key `{key}`: expected an integer, found \"{text}\"")
+            })?,
+            Some(other) => {
+                return Err(format!(
+                    "config key `{key}`: expected an integer, found {}",
+                    other.type_str()
+                ))
+            }
+        };
+        u64::try_from(n)
+            .map(Some)
+            .map_err(|_| format!("config key `{key}`: {n} is negative"))
+    }
+
+    /// A boolean, or a string holding `true` or `false`.
+    fn boolean(&self, key: &str) -> Result<Option<bool>, String> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(Value::Boolean(flag)) => Ok(Some(*flag)),
+            Some(Value::String(text)) => text.trim().parse().map(Some).map_err(|_| {
+                format!("config key `{key}`: expected true or false, found \"{text}\"")
+            }),
+            Some(other) => Err(format!(
+                "config key `{key}`: expected true or false, found {}",
+                other.type_str()
+            )),
+        }
+    }
+
+    /// A time in tc units (`"6s"`, `"500ms"`), or a number of seconds.
+    fn duration(&self, key: &str) -> Result<Option<Duration>, String> {
+        let seconds = match self.0.get(key) {
+            None => return Ok(None),
+            Some(Value::String(text)) => {
+                return parse_duration_ns(text)
+                    .map(|ns| Some(Duration::from_nanos(ns)))
+                    .map_err(|e| format!("config key `{key}`: {e}"))
+            }
+            Some(Value::Integer(n)) => *n as f64,
+            Some(Value::Float(x)) => *x,
+            Some(other) => {
+                return Err(format!(
+                    "config key `{key}`: expected a time such as \"10s\", found {}",
+                    other.type_str()
+                ))
+            }
+        };
+        if !(seconds.is_finite() && seconds >= 0.0) {
+            return Err(format!(
+                "config key `{key}`: {seconds} is not a number of seconds ≥ 0"
+            ));
+        }
+        Duration::try_from_secs_f64(seconds)
+            .map(Some)
+            .map_err(|_| format!("config key `{key}`: {seconds} s is too long"))
+    }
+}

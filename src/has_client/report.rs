@@ -1,0 +1,126 @@
+//! The client's results: `summary.json` (written once, at the end, atomically) and
+//! `segments.csv` (a row appended as each segment arrives, so a killed client leaves the log of
+//! what it got).
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::has::{Playback, PlaybackConfig, QoeMetrics, SegmentRecord, CSV_HEADER};
+
+/// How a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoppedBy {
+    /// Every segment (or the configured number) was played.
+    End,
+    /// `max_duration` ran out; not a failure.
+    MaxDuration,
+    /// A failure or a stop signal: see `error`.
+    Error,
+}
+
+/// One client's `summary.json`: flat snake_case names with units, as every cdnlab client's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub node: String,
+    /// The routing policy label (null when neither configured nor in the URL).
+    pub policy: Option<String>,
+    pub abr: String,
+    /// P.
+    pub buffer_s: f64,
+    pub startup_segments: usize,
+    /// The manifest URL.
+    pub url: String,
+    /// "1.1" or "2".
+    pub http_version: &'static str,
+    #[serde(flatten)]
+    pub qoe: QoeMetrics,
+    /// Segments received (played ones are `segments`).
+    pub segments_downloaded: usize,
+    /// Mean redirects per segment.
+    pub redirects_per_chunk: f64,
+    /// Mean seconds per segment spent in redirects.
+    pub redirect_time_s: f64,
+    /// Seconds spent in redirects over the session.
+    pub redirect_time_total_s: f64,
+    /// From the manifest request to having every manifest (HLS: master and media playlists).
+    /// Null if the manifests never came.
+    pub manifest_time_s: Option<f64>,
+    /// Media body bytes received (segments and init segments).
+    pub bytes: u64,
+    /// Manifest body bytes received.
+    pub manifest_bytes: u64,
+    /// Requests retried after a transient failure.
+    pub retries: u64,
+    /// Wall time from the manifest request to the end of the last download.
+    pub session_time_s: f64,
+    pub stopped_by: StoppedBy,
+    pub failed: bool,
+    /// Which URL failed and why; only when `failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Metrics of a session that played nothing.
+pub fn empty_qoe() -> QoeMetrics {
+    let mut playback = Playback::new(PlaybackConfig {
+        buffer_s: 1.0,
+        startup_segments: 1,
+    });
+    playback.end_of_stream(0);
+    QoeMetrics::from_playback(&playback, 0, None)
+}
+
+/// Writes `summary` to `dir/summary.json` through a temporary file, so a reader never sees half.
+pub fn write_summary(dir: &Path, summary: &impl Serialize) -> io::Result<PathBuf> {
+    let context =
+        |e: io::Error, what: &Path| io::Error::new(e.kind(), format!("{}: {e}", what.display()));
+    std::fs::create_dir_all(dir).map_err(|e| context(e, dir))?;
+    let path = dir.join("summary.json");
+    let partial = dir.join(".summary.json.partial");
+    let mut text = serde_json::to_string_pretty(summary).map_err(io::Error::other)?;
+    text.push('\n');
+    std::fs::write(&partial, text).map_err(|e| context(e, &partial))?;
+    std::fs::rename(&partial, &path).map_err(|e| context(e, &path))?;
+    Ok(path)
+}
+
+/// `segments.csv`, written a row at a time.
+#[derive(Debug)]
+pub struct SegmentLog {
+    file: File,
+    path: PathBuf,
+}
+
+impl SegmentLog {
+    /// Creates (or truncates) `dir/segments.csv` and writes the header.
+    pub fn create(dir: &Path) -> Result<SegmentLog, String> {
+        let path = dir.join("segments.csv");
+        let mut log = std::fs::create_dir_all(dir)
+            .and_then(|()| File::create(&path))
+            .map(|file| SegmentLog {
+                file,
+                path: path.clone(),
+            })
+            .map_err(|e| format!("creating {}: {e}", path.display()))?;
+        log.line(CSV_HEADER)?;
+        Ok(log)
+    }
+
+    /// Appends a segment's row. Each row goes to the kernel at once (no user-space buffer).
+    pub fn append(&mut self, record: &SegmentRecord) -> Result<(), String> {
+        self.line(&record.to_csv_row())
+    }
+
+    fn line(&mut self, text: &str) -> Result<(), String> {
+        let mut line = String::with_capacity(text.len() + 1);
+        line.push_str(text);
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .map_err(|e| format!("writing {}: {e}", self.path.display()))
+    }
+}

@@ -1,0 +1,4 @@
+mod config;
+mod fetch;
+mod server;
+mod session;

@@ -1,0 +1,164 @@
+//! `cdnlab sweep`: one `cdnlab run` per combination of varied variables, several labs at once,
+//! with a progress bar; then one CSV of every client of every run, a table and SVG plots.
+
+pub mod grid;
+pub mod plot;
+pub mod table;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct SweepOptions {
+    pub topology: PathBuf,
+    /// `--set` values every run gets.
+    pub set: Vec<(String, String)>,
+    pub vary: Vec<(String, Vec<String>)>,
+    pub parallel: usize,
+    pub out_dir: PathBuf,
+    /// `(y, x)` pairs to tabulate and plot.
+    pub plots: Vec<(String, String)>,
+    /// The client field that names a plot's lines.
+    pub series: String,
+    /// Extra flags for each `cdnlab run` (`--link-backend`, `--timeout`).
+    pub run_flags: Vec<String>,
+}
+
+/// Runs the sweep; returns the text it prints at the end (tables and files written).
+pub fn sweep(options: &SweepOptions) -> Result<String, String> {
+    let runs = grid::combinations(&options.vary);
+    let runs_dir = options.out_dir.join("runs");
+    std::fs::create_dir_all(&runs_dir).map_err(|e| format!("{}: {e}", runs_dir.display()))?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate cdnlab: {e}"))?;
+    // Lab names must be unique on the machine and short: `sw` + a per-sweep stamp + the index.
+    let stamp = std::process::id() % 10_000;
+    let bar = indicatif::ProgressBar::new(runs.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} runs  {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let started = Instant::now();
+    let mut pending: Vec<usize> = (0..runs.len()).rev().collect();
+    let mut running: Vec<(usize, Child)> = Vec::new();
+    let mut failed_runs = Vec::new();
+    while !pending.is_empty() || !running.is_empty() {
+        while running.len() < options.parallel.max(1) {
+            let Some(i) = pending.pop() else { break };
+            let child = start_run(&exe, options, &runs[i], i, stamp, &runs_dir)?;
+            running.push((i, child));
+        }
+        let mut still = Vec::new();
+        for (i, mut child) in running {
+            match child.try_wait() {
+                Ok(None) => still.push((i, child)),
+                Ok(Some(status)) => {
+                    if !status.success() {
+                        failed_runs.push(format!("{} ({status})", grid::label(&runs[i])));
+                    }
+                    bar.inc(1);
+                    bar.set_message(grid::label(&runs[i]));
+                }
+                Err(e) => return Err(format!("waiting for run {i}: {e}")),
+            }
+        }
+        running = still;
+        if crate::lab::interrupt::interrupted() {
+            for (_, child) in running.iter_mut() {
+                // SAFETY: kill has no memory effects; the child tears its lab down on SIGINT.
+                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            }
+            for (_, mut child) in running {
+                let _ = child.wait();
+            }
+            return Err("interrupted".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bar.finish_and_clear();
+    collect(options, &runs, &runs_dir, started.elapsed(), &failed_runs)
+}
+
+fn run_dir(runs_dir: &Path, index: usize, run: &[(String, String)]) -> PathBuf {
+    runs_dir.join(format!("{index:03}-{}", grid::label(run)))
+}
+
+fn start_run(
+    exe: &Path,
+    options: &SweepOptions,
+    run: &[(String, String)],
+    index: usize,
+    stamp: u32,
+    runs_dir: &Path,
+) -> Result<Child, String> {
+    let dir = run_dir(runs_dir, index, run);
+    let log_path = dir.with_extension("log");
+    let log =
+        std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let err_log = log.try_clone().map_err(|e| e.to_string())?;
+    let mut command = Command::new(exe);
+    command
+        .arg("run")
+        .arg(&options.topology)
+        .args(["--name", &format!("sw{stamp}-{index}")])
+        .arg("--out")
+        .arg(&dir)
+        .args(&options.run_flags);
+    for (key, value) in options.set.iter().chain(run) {
+        command.arg("--set").arg(format!("{key}={value}"));
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err_log)
+        .spawn()
+        .map_err(|e| format!("cannot start run {index}: {e}"))
+}
+
+fn collect(
+    options: &SweepOptions,
+    runs: &[Vec<(String, String)>],
+    runs_dir: &Path,
+    elapsed: Duration,
+    failed_runs: &[String],
+) -> Result<String, String> {
+    let varied: Vec<String> = options.vary.iter().map(|(k, _)| k.clone()).collect();
+    let mut rows = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let path = run_dir(runs_dir, i, run).join("summary.json");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let summary: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        rows.extend(table::rows_of_run(&grid::label(run), run, &summary));
+    }
+    let csv_path = options.out_dir.join("sweep.csv");
+    std::fs::write(&csv_path, table::to_csv(&rows, &varied))
+        .map_err(|e| format!("{}: {e}", csv_path.display()))?;
+    let mut report = format!(
+        "{} runs in {:.1} s ({} at a time); {} client results in {}\n",
+        runs.len(),
+        elapsed.as_secs_f64(),
+        options.parallel,
+        rows.len(),
+        csv_path.display()
+    );
+    for (y, x) in &options.plots {
+        let grouped = table::group(&rows, &varied, x, y, &options.series);
+        report += &table::text_table(&grouped, x, y);
+        for file in plot::plot(&grouped, x, y, &options.out_dir)? {
+            report += &format!("plot: {}\n", file.display());
+        }
+    }
+    if !failed_runs.is_empty() {
+        report += &format!(
+            "\n{} run(s) did not succeed (their logs are in {}): {}\n",
+            failed_runs.len(),
+            runs_dir.display(),
+            failed_runs.join("; ")
+        );
+    }
+    Ok(report)
+}
