@@ -85,6 +85,7 @@ enum Verb {
         /// Fewer samples and shorter runs: a smoke test, not a measurement.
         #[arg(long)]
         quick: bool,
+        /// Link emulation, as for `up`.
         #[arg(long, default_value = "auto", value_parser = ["auto", "kernel", "userspace"])]
         link_backend: String,
     },

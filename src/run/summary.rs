@@ -58,25 +58,56 @@ pub fn client_result(
     result
 }
 
-/// A table with one row per client: its node, whether it failed, and every numeric metric any
-/// client reported (columns sorted by name).
+/// The metrics a run's table shows when clients report them (scenario families: HAS clients,
+/// link probes); everything else stays in summary.json. Clients reporting none of these get a
+/// column for every number they report.
+const HEADLINE: &[&str] = &[
+    "policy",
+    "abr",
+    "startup_delay_s",
+    "avg_quality_mbps",
+    "stall_time_s",
+    "stall_count",
+    "switches",
+    "redirects_per_chunk",
+    "redirect_time_s",
+    "rtt_ms_p50",
+    "rtt_ms_p99",
+    "rtt_ms_stdev",
+    "rtt_loss_rate",
+    "goodput_mbps",
+];
+
+/// A table with one row per client: its node, whether it failed, and its headline metrics (or
+/// every numeric metric, for clients that report no headline one).
 pub fn table(summary: &Value) -> String {
     let clients: Vec<&Value> = summary["clients"]
         .as_array()
         .into_iter()
         .flatten()
         .collect();
-    let mut columns: Vec<String> = clients
+    let reported = |key: &str| clients.iter().any(|c| !c[key].is_null());
+    let mut columns: Vec<String> = HEADLINE
         .iter()
-        .filter_map(|c| c.as_object())
-        .flat_map(|o| {
-            o.iter()
-                .filter(|(_, v)| v.is_number())
-                .map(|(k, _)| k.clone())
-        })
+        .filter(|k| reported(k))
+        .map(|k| k.to_string())
         .collect();
-    columns.sort();
-    columns.dedup();
+    if !columns
+        .iter()
+        .any(|c| clients.iter().any(|cl| cl[c.as_str()].is_number()))
+    {
+        columns = clients
+            .iter()
+            .filter_map(|c| c.as_object())
+            .flat_map(|o| {
+                o.iter()
+                    .filter(|(_, v)| v.is_number())
+                    .map(|(k, _)| k.clone())
+            })
+            .collect();
+        columns.sort();
+        columns.dedup();
+    }
     let mut header = vec!["node".to_string(), "status".to_string()];
     header.extend(columns.iter().cloned());
     let mut rows = vec![header];
@@ -91,10 +122,13 @@ pub fn table(summary: &Value) -> String {
             .to_string(),
         ];
         for column in &columns {
-            row.push(match client[column.as_str()].as_f64() {
-                Some(v) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
-                Some(v) => format!("{v:.3}"),
-                None => "-".into(),
+            row.push(match &client[column.as_str()] {
+                Value::String(text) => text.clone(),
+                value => match value.as_f64() {
+                    Some(v) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
+                    Some(v) => format!("{v:.3}"),
+                    None => "-".into(),
+                },
             });
         }
         rows.push(row);
@@ -127,16 +161,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_has_a_column_per_metric_and_names_failures() {
+    fn table_shows_headline_metrics_and_names_failures() {
         let summary = json!({"clients": [
-            {"node": "a", "failed": false, "rtt_ms_p50": 40.25, "goodput_mbps": 19.5},
+            {"node": "a", "failed": false, "rtt_ms_p50": 40.25, "goodput_mbps": 19.5, "rtt_sent": 200},
             {"node": "b", "failed": true, "error": "target unreachable"},
         ]});
         let text = table(&summary);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].contains("goodput_mbps") && lines[0].contains("rtt_ms_p50"));
+        assert!(
+            !lines[0].contains("rtt_sent"),
+            "not a headline metric: {}",
+            lines[0]
+        );
         assert!(lines[1].contains("19.500") && lines[1].contains("40.250"));
         assert!(lines[2].contains("FAILED"));
         assert_eq!(lines[3], "b failed: target unreachable");
+    }
+}
+
+#[cfg(test)]
+mod generic_tests {
+    use super::*;
+
+    #[test]
+    fn clients_without_headline_metrics_get_every_number() {
+        let summary =
+            json!({"clients": [{"node": "a", "failed": false, "requests": 12, "label": "x"}]});
+        let text = table(&summary);
+        assert!(text.lines().next().unwrap().ends_with("requests"), "{text}");
     }
 }
