@@ -120,7 +120,11 @@ impl RedirectSummary {
             } else {
                 redirects as f64 / records.len() as f64
             },
-            redirect_time_s: records.iter().map(SegmentRecord::redirect_time_s).sum(),
+            // Folded from +0.0: an empty f64 `sum()` is -0.0, which JSON would show.
+            redirect_time_s: records
+                .iter()
+                .map(SegmentRecord::redirect_time_s)
+                .fold(0.0, |a, b| a + b),
         }
     }
 }

@@ -196,8 +196,7 @@ impl Session<'_> {
         self.playback.end_of_stream(now);
         let qoe = QoeMetrics::from_playback(&self.playback, 0, self.first_request_ns);
         let redirects = RedirectSummary::from_records(&self.records);
-        // An empty float sum is -0.0; the summary says 0.
-        let redirect_time_total_s = redirects.redirect_time_s + 0.0;
+        let redirect_time_total_s = redirects.redirect_time_s;
         let (stopped_by, error) = match outcome {
             Ok(stopped_by) => (stopped_by, None),
             Err(error) => (StoppedBy::Error, Some(error)),
