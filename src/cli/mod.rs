@@ -78,9 +78,10 @@ enum Verb {
     /// every client's results to sweep.csv, print tables and draw SVG plots.
     Sweep(Box<SweepArgs>),
     /// Measure link fidelity (delay, rate, jitter, loss), the shaper's CPU and how fast a
-    /// 100-node lab comes up and down; print markdown tables. Needs root.
+    /// 100-node lab comes up and down; print markdown tables. Needs root. `http` (not in
+    /// `all`) compares our content server and router with nginx on loopback (needs nginx, wrk).
     Bench {
-        #[arg(value_parser = ["delay", "rate", "jitter", "loss", "cpu", "scale", "all"])]
+        #[arg(value_parser = ["delay", "rate", "jitter", "loss", "cpu", "scale", "all", "http"])]
         which: String,
         /// Fewer samples and shorter runs: a smoke test, not a measurement.
         #[arg(long)]
@@ -118,6 +119,9 @@ pub struct SweepArgs {
     /// Per run: stop clients still running after this long.
     #[arg(long, default_value = "600s")]
     timeout: String,
+    /// Run nothing: tabulate and plot the runs already in --out.
+    #[arg(long, requires = "out")]
+    replot: bool,
 }
 
 fn sweep(args: SweepArgs) -> Result<(), Failure> {
@@ -157,6 +161,7 @@ fn sweep(args: SweepArgs) -> Result<(), Failure> {
         out_dir: out,
         plots,
         series: args.series,
+        replot: args.replot,
         run_flags: vec![
             "--link-backend".into(),
             args.link_backend,

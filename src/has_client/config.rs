@@ -9,6 +9,7 @@
 //! timeout = "10s"           # per HTTP request (each hop of each attempt)
 //! policy = "direct-rr"      # label for the summary; default: the URL's /p/POLICY part
 //! http2 = false             # true: HTTP/2 with prior knowledge (h2c); false: HTTP/1.1 only
+//! keep_alive = true         # false: a new TCP connection for every request (HTTP/1.1 only)
 //! max_duration = "60s"      # stop playing after this long (default: never; "0" = never)
 //! ```
 //! Topology variables arrive as strings (`segments = "${chunks}"`), so integers and booleans may
@@ -34,6 +35,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "timeout",
     "policy",
     "http2",
+    "keep_alive",
     "max_duration",
 ];
 
@@ -59,6 +61,8 @@ pub struct ClientConfig {
     /// The label the summary carries; `None` when neither configured nor in the URL.
     pub policy: Option<String>,
     pub http2: bool,
+    /// False: no connection is reused, every request pays TCP's handshake.
+    pub keep_alive: bool,
     pub max_duration: Option<Duration>,
 }
 
@@ -123,6 +127,13 @@ pub fn parse_config(table: &Table) -> Result<ClientConfig, String> {
         Some(label) => Some(label.to_string()),
         None => policy_of_url(url),
     };
+    let http2 = config.boolean("http2")?.unwrap_or(false);
+    let keep_alive = config.boolean("keep_alive")?.unwrap_or(true);
+    if http2 && !keep_alive {
+        return Err(
+            "keep_alive = false needs HTTP/1.1: HTTP/2 always multiplexes one connection".into(),
+        );
+    }
     Ok(ClientConfig {
         url: url.to_string(),
         abr: abr.to_string(),
@@ -131,7 +142,8 @@ pub fn parse_config(table: &Table) -> Result<ClientConfig, String> {
         segments: segments.map(|n| to_usize("segments", n)).transpose()?,
         timeout,
         policy,
-        http2: config.boolean("http2")?.unwrap_or(false),
+        http2,
+        keep_alive,
         max_duration: config
             .duration("max_duration")?
             .filter(|duration| !duration.is_zero()),

@@ -113,8 +113,9 @@ pub struct Fetcher {
 impl Fetcher {
     /// `timeout` bounds each hop of each attempt (connect, headers and body). `http2`: HTTP/2
     /// with prior knowledge (cleartext h2c, one multiplexed connection per host); otherwise
-    /// HTTP/1.1 only, with a pool of keep-alive connections per host.
-    pub fn new(timeout: Duration, http2: bool) -> Result<Fetcher, String> {
+    /// HTTP/1.1 only, with a pool of keep-alive connections per host — or, without
+    /// `keep_alive`, a new connection for every request (as a client of HTTP/1.0 would).
+    pub fn new(timeout: Duration, http2: bool, keep_alive: bool) -> Result<Fetcher, String> {
         let builder = reqwest::Client::builder()
             .redirect(redirect::Policy::none())
             .no_proxy()
@@ -126,6 +127,11 @@ impl Fetcher {
             builder.http2_prior_knowledge()
         } else {
             builder.http1_only()
+        };
+        let builder = if keep_alive {
+            builder
+        } else {
+            builder.pool_max_idle_per_host(0)
         };
         let client = builder
             .build()

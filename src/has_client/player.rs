@@ -35,7 +35,7 @@ pub async fn run(
         Ok((
             Playback::new(pc),
             make_abr(&config.abr, config.buffer_s)?,
-            Fetcher::new(config.timeout, config.http2)?,
+            Fetcher::new(config.timeout, config.http2, config.keep_alive)?,
             SegmentLog::create(out_dir)?,
         ))
     });

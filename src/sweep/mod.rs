@@ -22,12 +22,17 @@ pub struct SweepOptions {
     pub series: String,
     /// Extra flags for each `cdnlab run` (`--link-backend`, `--timeout`).
     pub run_flags: Vec<String>,
+    /// Run nothing: tabulate and plot the runs already in `out_dir`.
+    pub replot: bool,
 }
 
 /// Runs the sweep; returns the text it prints at the end (tables and files written).
 pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     let runs = grid::combinations(&options.vary);
     let runs_dir = options.out_dir.join("runs");
+    if options.replot {
+        return collect(options, &runs, &runs_dir, Duration::ZERO, &[]);
+    }
     std::fs::create_dir_all(&runs_dir).map_err(|e| format!("{}: {e}", runs_dir.display()))?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate cdnlab: {e}"))?;
     // Lab names must be unique on the machine and short: `sw` + a per-sweep stamp + the index.
@@ -137,18 +142,30 @@ fn collect(
     let csv_path = options.out_dir.join("sweep.csv");
     std::fs::write(&csv_path, table::to_csv(&rows, &varied))
         .map_err(|e| format!("{}: {e}", csv_path.display()))?;
-    let mut report = format!(
-        "{} runs in {:.1} s ({} at a time); {} client results in {}\n",
-        runs.len(),
-        elapsed.as_secs_f64(),
-        options.parallel,
-        rows.len(),
-        csv_path.display()
-    );
+    let mut report = if options.replot {
+        format!("{} client results in {}\n", rows.len(), csv_path.display())
+    } else {
+        format!(
+            "{} runs in {:.1} s ({} at a time); {} client results in {}\n",
+            runs.len(),
+            elapsed.as_secs_f64(),
+            options.parallel,
+            rows.len(),
+            csv_path.display()
+        )
+    };
     for (y, x) in &options.plots {
         let grouped = table::group(&rows, &varied, x, y, &options.series);
         report += &table::text_table(&grouped, x, y);
-        for file in plot::plot(&grouped, x, y, &options.out_dir)? {
+        let sample = options
+            .vary
+            .iter()
+            .find(|(k, _)| k == x)
+            .and_then(|(_, values)| values.first())
+            .map(String::as_str)
+            .unwrap_or("");
+        let x_title = table::axis_title(x, sample);
+        for file in plot::plot(&grouped, x, &x_title, y, &options.out_dir)? {
             report += &format!("plot: {}\n", file.display());
         }
     }

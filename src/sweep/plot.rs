@@ -14,7 +14,13 @@ const COLORS: [RGBColor; 6] = [
 ];
 
 /// Writes `DIR/Y-vs-X[-FACET].svg` for every facet; returns the files written.
-pub fn plot(grouped: &Grouped, x: &str, y: &str, dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn plot(
+    grouped: &Grouped,
+    x: &str,
+    x_title: &str,
+    y: &str,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
     for (facet, series) in &grouped.facets {
         let name = if facet.is_empty() {
@@ -46,7 +52,7 @@ pub fn plot(grouped: &Grouped, x: &str, y: &str, dir: &Path) -> Result<Vec<PathB
             .map_err(draw)?;
         chart
             .configure_mesh()
-            .x_desc(x)
+            .x_desc(x_title)
             .y_desc(y)
             .draw()
             .map_err(draw)?;

@@ -77,6 +77,17 @@ pub fn axis_value(text: &str) -> Option<f64> {
     text.trim().parse().ok()
 }
 
+/// The axis title for a varied variable, with the unit `axis_value` reads its values in.
+pub fn axis_title(name: &str, sample: &str) -> String {
+    if netem::units::parse_duration_ns(sample).is_ok() {
+        format!("{name} (ms)")
+    } else if netem::units::parse_rate_bps(sample).is_ok() {
+        format!("{name} (Mbit/s)")
+    } else {
+        name.to_string()
+    }
+}
+
 /// Mean of `y` per (facet, series, x) over the rows that did not fail; facets are the other
 /// varied values, so each facet is one plot.
 pub struct Grouped {
@@ -224,5 +235,8 @@ mod tests {
         assert_eq!(axis_value("5mbit"), Some(5.0));
         assert_eq!(axis_value("6"), Some(6.0));
         assert_eq!(axis_value("fast"), None);
+        assert_eq!(axis_title("d", "50ms"), "d (ms)");
+        assert_eq!(axis_title("b", "5mbit"), "b (Mbit/s)");
+        assert_eq!(axis_title("p", "6"), "p");
     }
 }

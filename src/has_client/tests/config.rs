@@ -23,9 +23,22 @@ fn defaults() {
             timeout: Duration::from_secs(10),
             policy: Some("direct-rr".into()),
             http2: false,
+            keep_alive: true,
             max_duration: None,
         }
     );
+}
+
+#[test]
+fn keep_alive_off_needs_http1() {
+    let url = "url = 'http://u/v/master.m3u8'\n";
+    assert!(
+        !parse(&format!("{url}keep_alive = false"))
+            .unwrap()
+            .keep_alive
+    );
+    let refused = parse(&format!("{url}keep_alive = false\nhttp2 = true")).unwrap_err();
+    assert!(refused.contains("needs HTTP/1.1"), "{refused}");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use crate::cdn::ByteRange;
 use crate::has_client::fetch::{Body, Fetcher, MAX_ATTEMPTS, MAX_REDIRECTS};
 
 fn fetcher() -> Fetcher {
-    Fetcher::new(Duration::from_secs(5), false).unwrap()
+    Fetcher::new(Duration::from_secs(5), false, true).unwrap()
 }
 
 #[tokio::test]

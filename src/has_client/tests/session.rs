@@ -444,3 +444,22 @@ async fn max_duration_ends_a_session_without_failure_and_a_stop_with_one() {
     assert!(summary.segments_downloaded >= 1);
     assert_eq!(out.csv_rows().len(), summary.segments_downloaded);
 }
+
+#[tokio::test]
+async fn without_keep_alive_every_request_opens_a_connection() {
+    let (lm, m) = bind().await;
+    let (lr, r) = bind().await;
+    let (lc, c) = bind().await;
+    let content = content_server(lc, None);
+    let router = router(lr, c);
+    let _origin = hls_origin(lm, r, 3);
+    let out = OutDir::new("no-keep-alive");
+    let config = config(&format!(
+        "url = 'http://{m}/p/direct-rr/video/master.m3u8'\nbuffer = '6s'\nkeep_alive = false"
+    ));
+    let summary = play(&config, &out.0).await;
+    assert!(!summary.failed, "{:?}", summary.error);
+    assert_eq!(summary.segments_downloaded, 3);
+    assert_eq!(router.connections.load(Ordering::SeqCst), 3);
+    assert_eq!(content.connections.load(Ordering::SeqCst), 3);
+}
