@@ -46,7 +46,7 @@ fn play(config: &ClientConfig, node: &str, out: &std::path::Path) -> Result<bool
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let summary = runtime.block_on(has_client::run(config, node, out, stop_signal()));
-    has_client::write_summary(out, &summary).map_err(|e| e.to_string())?;
+    cdnlab::run::summary::write_client_summary(out, &summary).map_err(|e| e.to_string())?;
     let line = serde_json::to_string(&summary).map_err(|e| e.to_string())?;
     println!("{line}");
     if let Some(error) = &summary.error {
@@ -73,7 +73,7 @@ fn main() -> ExitCode {
             eprintln!("has-client: {error}");
             // A summary that says why, so `cdnlab run` reports the cause rather than a log tail.
             let failure = json!({ "node": node, "failed": true, "error": error });
-            if let Err(e) = has_client::write_summary(&out, &failure) {
+            if let Err(e) = cdnlab::run::summary::write_client_summary(&out, &failure) {
                 eprintln!("has-client: {e}");
             }
             ExitCode::FAILURE

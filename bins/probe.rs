@@ -181,7 +181,8 @@ fn run_role(config: PathBuf, out: Option<PathBuf>) -> Result<(), String> {
                 .or_else(|| std::env::var_os("CDNLAB_OUT_DIR").map(PathBuf::from))
                 .ok_or("a client needs --out DIR or $CDNLAB_OUT_DIR for its summary.json")?;
             let summary = probe::run_client(&role, probe::node_name());
-            probe::write_summary(&out, &summary).map_err(|e| e.to_string())?;
+            cdnlab::run::summary::write_client_summary(&out, &summary)
+                .map_err(|e| e.to_string())?;
             print_json(&summary)?;
             match summary.error {
                 Some(error) if summary.failed => Err(error),

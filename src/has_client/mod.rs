@@ -22,4 +22,4 @@ pub use config::{parse_config, policy_of_url, read_config, ClientConfig, CONFIG_
 pub use fetch::{Body, FetchError, Fetched, Fetcher, MAX_ATTEMPTS, MAX_REDIRECTS};
 pub use load::{load, Loaded, Stream};
 pub use player::run;
-pub use report::{write_summary, SegmentLog, StoppedBy, Summary};
+pub use report::{SegmentLog, StoppedBy, Summary};

@@ -3,7 +3,7 @@
 //! what it got).
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -72,20 +72,6 @@ pub fn empty_qoe() -> QoeMetrics {
     });
     playback.end_of_stream(0);
     QoeMetrics::from_playback(&playback, 0, None)
-}
-
-/// Writes `summary` to `dir/summary.json` through a temporary file, so a reader never sees half.
-pub fn write_summary(dir: &Path, summary: &impl Serialize) -> io::Result<PathBuf> {
-    let context =
-        |e: io::Error, what: &Path| io::Error::new(e.kind(), format!("{}: {e}", what.display()));
-    std::fs::create_dir_all(dir).map_err(|e| context(e, dir))?;
-    let path = dir.join("summary.json");
-    let partial = dir.join(".summary.json.partial");
-    let mut text = serde_json::to_string_pretty(summary).map_err(io::Error::other)?;
-    text.push('\n');
-    std::fs::write(&partial, text).map_err(|e| context(e, &partial))?;
-    std::fs::rename(&partial, &path).map_err(|e| context(e, &path))?;
-    Ok(path)
 }
 
 /// `segments.csv`, written a row at a time.

@@ -5,7 +5,6 @@
 use std::ffi::CStr;
 use std::io;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use netem::units::format_duration_ns;
@@ -197,19 +196,4 @@ fn run_tests(role: &ClientRole, summary: &mut ClientSummary) -> io::Result<()> {
         summary.add_stream(&measure_stream(addr, opts)?);
     }
     Ok(())
-}
-
-/// Writes `dir/summary.json` (creating `dir`), through a temporary file renamed into place so
-/// a reader never sees half of it. Returns the file's path.
-pub fn write_summary(dir: &Path, summary: &ClientSummary) -> io::Result<PathBuf> {
-    let context =
-        |e: io::Error, what: &Path| io::Error::new(e.kind(), format!("{}: {e}", what.display()));
-    std::fs::create_dir_all(dir).map_err(|e| context(e, dir))?;
-    let path = dir.join("summary.json");
-    let partial = dir.join(".summary.json.partial");
-    let mut text = serde_json::to_string_pretty(summary).map_err(io::Error::other)?;
-    text.push('\n');
-    std::fs::write(&partial, text).map_err(|e| context(e, &partial))?;
-    std::fs::rename(&partial, &path).map_err(|e| context(e, &path))?;
-    Ok(path)
 }

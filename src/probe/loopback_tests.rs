@@ -221,7 +221,7 @@ fn client_role_writes_its_summary() {
     assert!(summary.rtt_ms_p50.unwrap() < 5.0);
 
     let dir = temp_dir("client");
-    let path = write_summary(&dir, &summary).unwrap();
+    let path = crate::run::summary::write_client_summary(&dir, &summary).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["node"], "c1");

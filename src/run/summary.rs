@@ -2,9 +2,27 @@
 //! and the table `cdnlab run` prints.
 
 use crate::lab::{process, LabState};
+use serde::Serialize;
 use serde_json::{json, Value};
+use std::io;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
+
+/// Writes a client's `dir/summary.json` (creating `dir`) — the file `cdnlab run` collects —
+/// through a temporary file renamed into place, so a reader never sees half of it.
+pub fn write_client_summary(dir: &Path, summary: &impl Serialize) -> io::Result<PathBuf> {
+    let context =
+        |e: io::Error, what: &Path| io::Error::new(e.kind(), format!("{}: {e}", what.display()));
+    std::fs::create_dir_all(dir).map_err(|e| context(e, dir))?;
+    let path = dir.join("summary.json");
+    let partial = dir.join(".summary.json.partial");
+    let mut text = serde_json::to_string_pretty(summary).map_err(io::Error::other)?;
+    text.push('\n');
+    std::fs::write(&partial, text).map_err(|e| context(e, &partial))?;
+    std::fs::rename(&partial, &path).map_err(|e| context(e, &path))?;
+    Ok(path)
+}
 
 /// The result of client `node`: its `summary.json` with `node` and `failed` filled in. A client
 /// that exits 0 without one succeeded with no metrics; one that fails without one gets an
