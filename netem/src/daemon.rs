@@ -18,6 +18,12 @@
 //! learnt lead (`WakeupLead`), and a wake-up also releases what is due within
 //! [`DaemonConfig::release_window_ns`] after it: verdicts land within about ±50 µs of their
 //! departure time, with half as many wake-ups at 100 Mbit/s.
+//!
+//! The wake-up that reads an arriving packet is as late, so a packet's arrival is not the time
+//! it is read but the kernel's receive stamp (`NFQA_TIMESTAMP`, CLOCK_REALTIME), converted with
+//! a sampled CLOCK_REALTIME − CLOCK_MONOTONIC offset and kept within [the queue's previous
+//! arrival, the read] (`ArrivalClock`); the daemon keeps the kernel's receive timestamps on for
+//! that (`enable_receive_timestamps`). A packet without a stamp is timed by its read.
 
 pub use crate::daemon_config::{
     DaemonConfig, QueueSpec, DEFAULT_FIFO_PRIORITY, DEFAULT_RELEASE_WINDOW_NS,
@@ -26,14 +32,17 @@ use crate::daemon_control::check_impairments;
 pub use crate::daemon_control::{
     parse_request, request, DaemonStatus, QueueStatus, Request, Response,
 };
-use crate::daemon_schedule::{Held, Schedule, WakeupLead};
-pub use crate::daemon_schedule::{Lateness, LATENESS_BOUNDS_NS};
-use crate::daemon_sys::{monotonic_ns, set_fifo_priority, set_timer_slack_ns, Epoll, Timer};
+use crate::daemon_schedule::{ArrivalClock, Held, Schedule, WakeupLead};
+pub use crate::daemon_schedule::{ArrivalStats, Lateness, LATENESS_BOUNDS_NS};
+use crate::daemon_sys::{
+    enable_receive_timestamps, monotonic_ns, realtime_offset_ns, set_fifo_priority,
+    set_timer_slack_ns, Epoll, Timer,
+};
 pub use crate::daemon_sys::{StopSignals, Stopper};
 use crate::nfqueue::{NfQueueSocket, Packet, QueueConfig, Verdict as NfVerdict};
 use crate::shaper::{LinkShaper, Verdict};
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
@@ -54,6 +63,9 @@ struct QueueState {
     /// Index into `Daemon::sockets`.
     socket: usize,
     shaper: LinkShaper,
+    /// The arrival time given to this queue's latest packet (CLOCK_MONOTONIC ns): no later
+    /// packet of the queue is timed before it.
+    last_arrival_ns: u64,
 }
 
 struct SocketState {
@@ -93,6 +105,10 @@ pub struct Daemon {
     connections: Vec<Option<Connection>>,
     /// Reused receive buffer, so a steady flow allocates nothing.
     arrivals: Vec<Packet>,
+    arrival_clock: ArrivalClock,
+    /// Held open for the kernel's receive timestamps (see `enable_receive_timestamps`); None
+    /// when they could not be enabled.
+    _receive_timestamps: Option<OwnedFd>,
 }
 
 impl Daemon {
@@ -102,6 +118,15 @@ impl Daemon {
         config
             .check()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        // First, so the kernel has switched the stamps on by the time traffic flows.
+        let receive_timestamps = enable_receive_timestamps()
+            .map_err(|e| {
+                eprintln!(
+                    "cdnlab-shaper: cannot enable the kernel's receive timestamps ({e}); \
+                     packets are timed when read, up to a wake-up late"
+                )
+            })
+            .ok();
         let mut sockets: Vec<SocketState> = Vec::new();
         let mut queues = Vec::with_capacity(config.queues.len());
         for spec in config.queues {
@@ -133,6 +158,7 @@ impl Daemon {
                 queue_num: spec.queue_num,
                 socket: socket_index,
                 shaper: LinkShaper::new(spec.impairments, spec.seed),
+                last_arrival_ns: 0,
             });
         }
 
@@ -163,6 +189,8 @@ impl Daemon {
             control_path: config.control_socket,
             connections: Vec::new(),
             arrivals: Vec::with_capacity(256),
+            arrival_clock: ArrivalClock::default(),
+            _receive_timestamps: receive_timestamps,
         })
     }
 
@@ -258,6 +286,9 @@ impl Daemon {
         arrivals.clear();
         let received = self.sockets[index].socket.recv_batch(|p| arrivals.push(p));
         let now = monotonic_ns();
+        if self.arrival_clock.needs_offset(now) {
+            self.arrival_clock.set_offset(realtime_offset_ns(), now);
+        }
         match received {
             Ok(summary) => {
                 if summary.overrun {
@@ -303,6 +334,7 @@ impl Daemon {
         Ok(())
     }
 
+    /// Gives `packet`, read at `now`, its departure time (or its verdict at once).
     fn decide(&mut self, socket: usize, packet: Packet, now: u64) {
         let queue = self.sockets[socket]
             .queues
@@ -310,7 +342,7 @@ impl Daemon {
             .find(|(num, _)| *num == packet.queue_num)
             .map(|&(_, q)| q);
         let verdict = match queue {
-            Some(q) => match self.queues[q as usize].shaper.enqueue(now, packet.len) {
+            Some(q) => match self.enqueue(q as usize, &packet, now) {
                 Verdict::Drop(_) => NfVerdict::Drop,
                 Verdict::SendAt(at) if at <= now => NfVerdict::Accept,
                 Verdict::SendAt(at) => {
@@ -329,6 +361,17 @@ impl Daemon {
             None => NfVerdict::Drop,
         };
         self.push_verdict(socket, packet.queue_num, packet.id, verdict);
+    }
+
+    /// Asks queue `q`'s shaper for `packet`'s fate, as of the packet's arrival.
+    fn enqueue(&mut self, q: usize, packet: &Packet, now: u64) -> Verdict {
+        let queue = &mut self.queues[q];
+        let arrival = self
+            .arrival_clock
+            .arrival(packet.timestamp_ns, queue.last_arrival_ns, now);
+        self.status.arrivals.record(arrival, now);
+        queue.last_arrival_ns = arrival.0;
+        queue.shaper.enqueue(arrival.0, packet.len)
     }
 
     fn push_verdict(&mut self, socket: usize, queue_num: u16, id: u32, verdict: NfVerdict) {

@@ -2,7 +2,7 @@
 //! JSON response line for each. The orchestrator uses these types and [`request`] to change a
 //! link at run time and to read its counters.
 
-use crate::daemon_schedule::Lateness;
+use crate::daemon_schedule::{ArrivalStats, Lateness};
 use crate::params::Impairments;
 use crate::shaper::ShaperStats;
 use serde::{Deserialize, Serialize};
@@ -71,6 +71,9 @@ pub struct DaemonStatus {
     pub wakeup_lead_ns: u64,
     /// Every verdict given: how long after its departure time it was sent.
     pub verdict_lateness: Lateness,
+    /// How the packets' arrival times were taken (the kernel's stamp or the daemon's read).
+    #[serde(default)]
+    pub arrivals: ArrivalStats,
 }
 
 impl Response {

@@ -1,5 +1,5 @@
-//! Sans-IO bookkeeping of the shaper daemon: the verdicts waiting for their departure time, and
-//! how late they were given.
+//! Sans-IO bookkeeping of the shaper daemon: when packets arrived, the verdicts waiting for their
+//! departure time, and how late they were given.
 
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -57,6 +57,136 @@ impl Schedule {
 
     pub(crate) fn len(&self) -> usize {
         self.heap.len()
+    }
+}
+
+/// How often [`ArrivalClock`] wants CLOCK_REALTIME − CLOCK_MONOTONIC sampled again. NTP slews
+/// both clocks alike, so the offset changes only when CLOCK_REALTIME is stepped; a stamp that
+/// falls outside its bounds also asks for a new sample at once.
+const CLOCK_OFFSET_REFRESH_NS: u64 = 1_000_000_000;
+
+/// A kernel stamp this much older than the read is taken for a stepped clock, not for a packet
+/// that waited: the daemon runs at SCHED_FIFO priority and reads within milliseconds even on a
+/// loaded machine.
+const MAX_ARRIVAL_AGE_NS: u64 = 1_000_000_000;
+
+/// The kernel stamps in whole microseconds, truncating: the packet arrived within the
+/// microsecond after its stamp, on average half of it later.
+const STAMP_ROUNDING_NS: i128 = 500;
+
+/// Where a packet's arrival time came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ArrivalSource {
+    /// The kernel's stamp, converted to CLOCK_MONOTONIC.
+    Kernel,
+    /// The time the daemon read the packet: it had no stamp, or no clock offset was sampled.
+    ReadTime,
+    /// The stamp fell before the queue's previous arrival (that is used) or after the read (the
+    /// read time is used).
+    Clamped,
+    /// The stamp was older than [`MAX_ARRIVAL_AGE_NS`]: the read time is used.
+    Stale,
+}
+
+/// The arrival time for a packet the kernel stamped at `stamp_realtime_ns` (CLOCK_REALTIME),
+/// read at `now_ns` (CLOCK_MONOTONIC), given CLOCK_REALTIME − CLOCK_MONOTONIC = `offset_ns` and
+/// the previous arrival of its queue, `floor_ns`. The result lies in [`floor_ns`, `now_ns`]
+/// (`now_ns` alone should the floor be later), so a bad stamp or offset can neither schedule a
+/// packet after the time it was seen nor ahead of an earlier packet of its queue.
+pub(crate) fn arrival_time(
+    stamp_realtime_ns: u64,
+    offset_ns: i64,
+    floor_ns: u64,
+    now_ns: u64,
+) -> (u64, ArrivalSource) {
+    let floor_ns = floor_ns.min(now_ns);
+    let at = i128::from(stamp_realtime_ns) - i128::from(offset_ns) + STAMP_ROUNDING_NS;
+    if at > i128::from(now_ns) {
+        (now_ns, ArrivalSource::Clamped)
+    } else if at < i128::from(now_ns) - i128::from(MAX_ARRIVAL_AGE_NS) {
+        (now_ns, ArrivalSource::Stale)
+    } else if at < i128::from(floor_ns) {
+        (floor_ns, ArrivalSource::Clamped)
+    } else {
+        // Between floor_ns and now_ns, so within u64.
+        (at as u64, ArrivalSource::Kernel)
+    }
+}
+
+/// Turns the kernel's arrival stamps into the daemon's clock: holds the sampled offset between
+/// CLOCK_REALTIME and CLOCK_MONOTONIC and says when to sample it again.
+#[derive(Debug, Default)]
+pub(crate) struct ArrivalClock {
+    /// CLOCK_REALTIME − CLOCK_MONOTONIC in ns, and the CLOCK_MONOTONIC time it was sampled at.
+    offset: Option<(i64, u64)>,
+    /// A stamp fell outside its bounds: the clock may have been stepped.
+    suspect: bool,
+}
+
+impl ArrivalClock {
+    /// True when the offset should be sampled (again) before stamps are converted at `now_ns`.
+    pub(crate) fn needs_offset(&self, now_ns: u64) -> bool {
+        match self.offset {
+            None => true,
+            Some((_, at)) => self.suspect || now_ns.saturating_sub(at) >= CLOCK_OFFSET_REFRESH_NS,
+        }
+    }
+
+    /// Records CLOCK_REALTIME − CLOCK_MONOTONIC as sampled at `now_ns`.
+    pub(crate) fn set_offset(&mut self, realtime_minus_monotonic_ns: i64, now_ns: u64) {
+        self.offset = Some((realtime_minus_monotonic_ns, now_ns));
+        self.suspect = false;
+    }
+
+    /// The arrival time of a packet read at `now_ns` with the kernel's stamp `stamp_realtime_ns`
+    /// (if any), whose queue's previous arrival was `floor_ns`: see [`arrival_time`].
+    pub(crate) fn arrival(
+        &mut self,
+        stamp_realtime_ns: Option<u64>,
+        floor_ns: u64,
+        now_ns: u64,
+    ) -> (u64, ArrivalSource) {
+        let (Some(stamp), Some((offset, _))) = (stamp_realtime_ns, self.offset) else {
+            return (now_ns, ArrivalSource::ReadTime);
+        };
+        let arrival = arrival_time(stamp, offset, floor_ns, now_ns);
+        if arrival.1 != ArrivalSource::Kernel {
+            self.suspect = true;
+        }
+        arrival
+    }
+}
+
+/// How the daemon timed the packets it received, in a `show` response.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArrivalStats {
+    /// Timed by the kernel's stamp.
+    pub kernel: u64,
+    /// Timed by the daemon's read: no stamp (the kernel stamps only while receive timestamps
+    /// are enabled, see `nfqueue`) or no clock offset yet.
+    pub read_time: u64,
+    /// Stamps outside [the queue's previous arrival, the read], moved inside.
+    pub clamped: u64,
+    /// Stamps too old to believe; timed by the read instead.
+    pub stale: u64,
+    /// For the packets timed by the kernel's stamp: how long before the daemon read them they
+    /// arrived, i.e. the error timing them by the read would have added.
+    pub age: Lateness,
+}
+
+impl ArrivalStats {
+    /// Counts one packet read at `now_ns` and given `arrival` (time and source).
+    pub(crate) fn record(&mut self, arrival: (u64, ArrivalSource), now_ns: u64) {
+        let (at, source) = arrival;
+        match source {
+            ArrivalSource::Kernel => {
+                self.kernel += 1;
+                self.age.record(now_ns as i64 - at as i64);
+            }
+            ArrivalSource::ReadTime => self.read_time += 1,
+            ArrivalSource::Clamped => self.clamped += 1,
+            ArrivalSource::Stale => self.stale += 1,
+        }
     }
 }
 
@@ -168,6 +298,120 @@ mod tests {
         assert_eq!(s.next_deadline(), Some(300));
         assert_eq!(s.pop_due(1000), Some((300, held(1))));
         assert_eq!(s.next_deadline(), None);
+    }
+
+    const S: u64 = 1_000_000_000;
+    /// CLOCK_REALTIME − CLOCK_MONOTONIC of a machine booted 2024-06-01.
+    const OFFSET: i64 = 1_717_200_000 * S as i64;
+
+    #[test]
+    fn kernel_stamps_convert_to_the_monotonic_clock() {
+        let now = 5_000 * S;
+        // Stamped 60 µs before the read: the stamp, shifted by the offset, plus half its
+        // microsecond of resolution.
+        let stamp = (now - 60_000) + OFFSET as u64;
+        assert_eq!(
+            arrival_time(stamp, OFFSET, 0, now),
+            (now - 60_000 + 500, ArrivalSource::Kernel)
+        );
+        // A stamp equal to the floor is kept.
+        assert_eq!(
+            arrival_time(stamp, OFFSET, now - 59_500, now),
+            (now - 59_500, ArrivalSource::Kernel)
+        );
+        // A negative offset (CLOCK_REALTIME set before the boot) converts as well.
+        assert_eq!(
+            arrival_time(now - 80_000 - 7 * S, -7 * S as i64, 0, now),
+            (now - 80_000 + 500, ArrivalSource::Kernel)
+        );
+    }
+
+    #[test]
+    fn bad_stamps_stay_between_the_previous_arrival_and_the_read() {
+        let now = 5_000 * S;
+        let floor = now - 100_000;
+        let real = |mono: u64| mono + OFFSET as u64;
+        // After the read (a clock stepped forward): the read time.
+        assert_eq!(
+            arrival_time(real(now + 3 * S), OFFSET, floor, now),
+            (now, ArrivalSource::Clamped)
+        );
+        assert_eq!(
+            arrival_time(real(now), OFFSET, floor, now),
+            (now, ArrivalSource::Clamped),
+            "the half-microsecond rounding never passes the read"
+        );
+        // Before the queue's previous arrival: that arrival, so the queue keeps its order.
+        assert_eq!(
+            arrival_time(real(floor - 10_000), OFFSET, floor, now),
+            (floor, ArrivalSource::Clamped)
+        );
+        // Older than a second (a clock stepped back): the read time.
+        assert_eq!(
+            arrival_time(real(now - 2 * S), OFFSET, 0, now),
+            (now, ArrivalSource::Stale)
+        );
+        // Far outside u64 after the offset: no overflow.
+        assert_eq!(
+            arrival_time(u64::MAX, i64::MIN, floor, now),
+            (now, ArrivalSource::Clamped)
+        );
+        assert_eq!(
+            arrival_time(0, i64::MAX, floor, now),
+            (now, ArrivalSource::Stale)
+        );
+        // A floor after the read (cannot happen with one monotonic clock) yields the read.
+        assert_eq!(
+            arrival_time(real(now - 50_000), OFFSET, now + S, now),
+            (now, ArrivalSource::Clamped)
+        );
+    }
+
+    #[test]
+    fn arrival_clock_samples_its_offset_when_due_or_suspect() {
+        let mut clock = ArrivalClock::default();
+        let now = 5_000 * S;
+        let stamp = now - 40_000 + OFFSET as u64;
+        assert!(clock.needs_offset(now));
+        // Without an offset, stamps cannot be converted.
+        assert_eq!(
+            clock.arrival(Some(stamp), 0, now),
+            (now, ArrivalSource::ReadTime)
+        );
+        clock.set_offset(OFFSET, now);
+        assert!(!clock.needs_offset(now + S - 1));
+        assert!(clock.needs_offset(now + S), "refreshed every second");
+        assert_eq!(
+            clock.arrival(Some(stamp), 0, now),
+            (now - 39_500, ArrivalSource::Kernel)
+        );
+        assert_eq!(clock.arrival(None, 0, now), (now, ArrivalSource::ReadTime));
+        assert!(!clock.needs_offset(now));
+        // A stamp out of bounds makes the offset suspect: sampled again before the next batch.
+        assert_eq!(
+            clock.arrival(Some(stamp + S), 0, now),
+            (now, ArrivalSource::Clamped)
+        );
+        assert!(clock.needs_offset(now));
+        clock.set_offset(OFFSET, now);
+        assert!(!clock.needs_offset(now));
+    }
+
+    #[test]
+    fn arrival_stats_count_sources_and_age() {
+        let mut stats = ArrivalStats::default();
+        stats.record((900, ArrivalSource::Kernel), 1_000);
+        stats.record((940, ArrivalSource::Kernel), 1_000);
+        stats.record((1_000, ArrivalSource::ReadTime), 1_000);
+        stats.record((1_000, ArrivalSource::Clamped), 1_000);
+        stats.record((1_000, ArrivalSource::Stale), 1_000);
+        assert_eq!(
+            (stats.kernel, stats.read_time, stats.clamped, stats.stale),
+            (2, 1, 1, 1)
+        );
+        assert_eq!(stats.age.count, 2);
+        assert_eq!(stats.age.mean_ns, 80);
+        assert_eq!(stats.age.max_late_ns, 100);
     }
 
     #[test]

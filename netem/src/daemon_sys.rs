@@ -1,6 +1,7 @@
 //! The few Linux facilities the shaper daemon's event loop needs, as small safe wrappers:
 //! epoll, an absolute CLOCK_MONOTONIC timerfd (epoll's own timeout has only ms precision), an
-//! eventfd to stop the loop from another thread, and a signalfd for SIGTERM/SIGINT.
+//! eventfd to stop the loop from another thread, a signalfd for SIGTERM/SIGINT, the clocks, and
+//! a socket that keeps the kernel stamping received packets.
 
 use std::io;
 use std::mem::zeroed;
@@ -20,12 +21,57 @@ fn owned(rc: libc::c_int) -> io::Result<OwnedFd> {
     check(rc).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+fn clock_ns(clock: libc::clockid_t) -> i64 {
+    // SAFETY: clock_gettime fills the timespec we own; with a valid clock id it cannot fail.
+    let mut ts: libc::timespec = unsafe { zeroed() };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock of every departure time and of the timerfd.
 pub(crate) fn monotonic_ns() -> u64 {
-    // SAFETY: clock_gettime fills the timespec we own.
-    let mut ts: libc::timespec = unsafe { zeroed() };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_MONOTONIC) as u64
+}
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC in nanoseconds, the offset that converts the kernel's packet
+/// stamps. Each of three CLOCK_REALTIME readings is taken between two CLOCK_MONOTONIC ones and
+/// compared with their midpoint; the most tightly bracketed reading wins, so a preemption between
+/// two readings does not skew the offset.
+pub(crate) fn realtime_offset_ns() -> i64 {
+    let mut best = (i64::MAX, 0);
+    for _ in 0..3 {
+        let before = clock_ns(libc::CLOCK_MONOTONIC);
+        let real = clock_ns(libc::CLOCK_REALTIME);
+        let after = clock_ns(libc::CLOCK_MONOTONIC);
+        let width = after - before;
+        if width < best.0 {
+            best = (width, real - (before + width / 2));
+        }
+    }
+    best.1
+}
+
+/// Opens a UDP socket with SO_TIMESTAMP on, and so turns on the kernel's global receive
+/// timestamps (`net_enable_timestamp()`: one static key for every namespace) for as long as it
+/// stays open: then every received packet is stamped, and NFQUEUE passes the stamp on. Costs one
+/// clock read per received packet, machine-wide. The kernel flips the key from a work queue, so
+/// the first packets after this call may still come unstamped.
+pub(crate) fn enable_receive_timestamps() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call.
+    let fd =
+        owned(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt with a c_int we own and its size.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMP,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    Ok(fd)
 }
 
 /// Asks the kernel not to defer this thread's timed wake-ups (the default slack is 50 µs).

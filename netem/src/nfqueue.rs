@@ -6,11 +6,21 @@
 //! messages per syscall (`recvmmsg`) and sends many verdicts per syscall (one `sendto` buffer of
 //! verdict messages, which the kernel processes one after another).
 //!
-//! Only what the shaper needs is parsed: packet id, queue number and the packet's IP length.
-//! The kernel puts no length in `NFQNL_COPY_META` messages (`NFQA_CAP_LEN` is only sent when a
-//! copy is shorter than the packet), so queues are bound in `NFQNL_COPY_PACKET` mode with a short
-//! copy range: the length is `NFQA_CAP_LEN` when the packet is longer than the range, else the
-//! length of the copied payload.
+//! Only what the shaper needs is parsed: packet id, queue number, the packet's IP length and its
+//! arrival stamp. The kernel puts no length in `NFQNL_COPY_META` messages (`NFQA_CAP_LEN` is only
+//! sent when a copy is shorter than the packet), so queues are bound in `NFQNL_COPY_PACKET` mode
+//! with a short copy range: the length is `NFQA_CAP_LEN` when the packet is longer than the range,
+//! else the length of the copied payload.
+//!
+//! The arrival stamp (`NFQA_TIMESTAMP`) is CLOCK_REALTIME in whole microseconds. As
+//! `nfqnl_build_packet_message()` builds it (`net/netfilter/nfnetlink_queue.c`, 6.x kernels),
+//! it is sent for packets queued at PREROUTING, INPUT or FORWARD when `skb_tstamp_cond()` finds
+//! a time: the skb's own receive stamp (taken with `ktime_get_real()` by `net_timestamp_check()`
+//! in `netif_rx_internal()`, where a veth delivers, or in `__netif_receive_skb_core()`; see
+//! `net/core/dev.c`), or, for an skb without one (or carrying a monotonic delivery time, as
+//! TCP's packets do), `ktime_get_real()` as the message is built. In practice both need the
+//! global static key `netstamp_needed_key`, on while any socket asks for receive timestamps
+//! (`net_enable_timestamp()`); the shaper daemon keeps such a socket open.
 
 use std::fs::File;
 use std::io;
@@ -38,6 +48,7 @@ const NFQNL_MSG_CONFIG: u16 = 2;
 
 const NFQA_PACKET_HDR: u16 = 1;
 const NFQA_VERDICT_HDR: u16 = 2;
+const NFQA_TIMESTAMP: u16 = 4;
 const NFQA_PAYLOAD: u16 = 10;
 const NFQA_CAP_LEN: u16 = 13;
 
@@ -82,6 +93,10 @@ pub struct Packet {
     pub id: u32,
     /// Length of the IP packet (header included), in bytes.
     pub len: u32,
+    /// When the kernel received the packet: CLOCK_REALTIME in ns, of microsecond resolution
+    /// (the kernel truncates). None when the kernel sent no stamp (see the module documentation)
+    /// or an impossible one.
+    pub timestamp_ns: Option<u64>,
 }
 
 /// How to copy packets to userspace.
@@ -318,6 +333,7 @@ fn parse_packet(body: &[u8]) -> io::Result<Packet> {
     let mut id = None;
     let mut cap_len = None;
     let mut payload_len = None;
+    let mut timestamp_ns = None;
     let mut attrs = &body[NFGENMSG_LEN..];
     while !attrs.is_empty() {
         if attrs.len() < NLA_HDRLEN {
@@ -355,6 +371,16 @@ fn parse_packet(body: &[u8]) -> io::Result<Packet> {
                 }
                 cap_len = Some(read_u32_be(payload, 0));
             }
+            NFQA_TIMESTAMP => {
+                // struct nfqnl_msg_packet_timestamp { __aligned_be64 sec; __aligned_be64 usec; }
+                let stamp: [u8; 16] = payload.try_into().map_err(|_| {
+                    invalid(format!(
+                        "nfqueue: queue {queue_num}: timestamp attribute of {} bytes (want 16)",
+                        payload.len()
+                    ))
+                })?;
+                timestamp_ns = timestamp_to_ns(stamp);
+            }
             NFQA_PAYLOAD => payload_len = Some(payload.len() as u32),
             _ => {}
         }
@@ -371,7 +397,24 @@ fn parse_packet(body: &[u8]) -> io::Result<Packet> {
              capture length); bind the queue with CopyMode::Packet"
         ))
     })?;
-    Ok(Packet { queue_num, id, len })
+    Ok(Packet {
+        queue_num,
+        id,
+        len,
+        timestamp_ns,
+    })
+}
+
+/// An `NFQA_TIMESTAMP` payload in nanoseconds; None for a time no kernel sends (microseconds
+/// past a second, or beyond what u64 nanoseconds hold, i.e. after the year 2554).
+fn timestamp_to_ns(stamp: [u8; 16]) -> Option<u64> {
+    let [s0, s1, s2, s3, s4, s5, s6, s7, u0, u1, u2, u3, u4, u5, u6, u7] = stamp;
+    let sec = u64::from_be_bytes([s0, s1, s2, s3, s4, s5, s6, s7]);
+    let usec = u64::from_be_bytes([u0, u1, u2, u3, u4, u5, u6, u7]);
+    if usec >= 1_000_000 {
+        return None;
+    }
+    sec.checked_mul(1_000_000_000)?.checked_add(usec * 1_000)
 }
 
 /// A NETLINK_NETFILTER socket serving one or more queues of one network namespace.
@@ -793,7 +836,8 @@ mod tests {
             vec![Message::Packet(Packet {
                 queue_num: 5,
                 id: 1234,
-                len: 1500
+                len: 1500,
+                timestamp_ns: None,
             })]
         );
     }
@@ -807,7 +851,8 @@ mod tests {
             vec![Message::Packet(Packet {
                 queue_num: 0,
                 id: 1,
-                len: 29
+                len: 29,
+                timestamp_ns: None,
             })]
         );
     }
@@ -827,7 +872,8 @@ mod tests {
                 Message::Packet(Packet {
                     queue_num: 1,
                     id: 10,
-                    len: 100
+                    len: 100,
+                    timestamp_ns: None,
                 }),
                 Message::Ack {
                     seq: 42,
@@ -836,6 +882,52 @@ mod tests {
                 Message::Ack { seq: 43, errno: 0 },
                 Message::Other,
             ]
+        );
+    }
+
+    fn timestamp(sec: u64, usec: u64) -> Vec<u8> {
+        let mut payload = sec.to_be_bytes().to_vec();
+        payload.extend_from_slice(&usec.to_be_bytes());
+        attr(NFQA_TIMESTAMP, &payload)
+    }
+
+    fn parse_one(msg: &[u8]) -> io::Result<Message> {
+        messages(msg).next().expect("one message")
+    }
+
+    #[test]
+    fn parses_the_arrival_timestamp() {
+        let len = attr(NFQA_CAP_LEN, &1500u32.to_be_bytes());
+        // 2024-06-01 12:00:00.123456 UTC, as the kernel sends it: before the payload.
+        let msg = packet_msg(3, 9, &[timestamp(1_717_243_200, 123_456), len.clone()]);
+        let Message::Packet(packet) = parse_one(&msg).unwrap() else {
+            panic!("not a packet")
+        };
+        assert_eq!(packet.timestamp_ns, Some(1_717_243_200_123_456_000));
+        assert_eq!((packet.queue_num, packet.id, packet.len), (3, 9, 1500));
+
+        // Times no kernel sends are no stamp, not an error: the packet is still shaped.
+        for (sec, usec) in [(1, 1_000_000), (u64::MAX / 1_000_000_000 + 1, 0)] {
+            let msg = packet_msg(3, 9, &[timestamp(sec, usec), len.clone()]);
+            let Message::Packet(packet) = parse_one(&msg).unwrap() else {
+                panic!("not a packet")
+            };
+            assert_eq!(packet.timestamp_ns, None, "{sec} s {usec} µs");
+        }
+        // The largest representable time still converts.
+        let sec = u64::MAX / 1_000_000_000;
+        let msg = packet_msg(3, 9, &[timestamp(sec, 0), len.clone()]);
+        let Message::Packet(packet) = parse_one(&msg).unwrap() else {
+            panic!("not a packet")
+        };
+        assert_eq!(packet.timestamp_ns, Some(sec * 1_000_000_000));
+
+        // A timestamp attribute of the wrong size is a malformed message.
+        let msg = packet_msg(3, 9, &[attr(NFQA_TIMESTAMP, &[0; 8]), len]);
+        let err = parse_one(&msg).unwrap_err();
+        assert!(
+            err.to_string().contains("timestamp attribute of 8 bytes"),
+            "{err}"
         );
     }
 

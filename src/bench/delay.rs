@@ -111,8 +111,8 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             "Shaper verdicts late: how long after a packet's departure time the userspace \
              shaper released it, by the shaper's clock (mean / max over every verdict of the \
              run; — without a shaper). Shaper wake-ups late: how long after its timer was due \
-             the shaper's event loop ran — the same wake-up cost delays the shaper's reading of \
-             each arriving packet, whose arrival it stamps when it reads it."
+             the shaper's event loop ran; arrivals are timed by the kernel's receive stamp, so \
+             this lateness delays only the verdicts' timers, which the shaper arms early by it."
                 .into(),
         ],
         table,
