@@ -12,6 +12,7 @@ pub mod has;
 pub mod has_client;
 pub mod lab;
 pub mod probe;
+pub mod role_config;
 pub mod roles;
 pub mod run;
 pub mod sweep;

@@ -43,10 +43,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use netem::units::parse_rate_bps;
 use toml::{Table, Value};
 
-use super::config_table::{sized_assign, Keys};
-use crate::cdn::{Assign, BaseUrl, Offload, Video};
+use crate::cdn::{Assign, BaseUrl, Container, Offload, Quality, Video, VideoSpec, DEFAULT_VNODES};
+use crate::role_config::Keys;
 
 /// HTTP port when none is configured.
 pub const DEFAULT_HTTP_PORT: u16 = 80;
@@ -183,12 +184,12 @@ impl UcsConfig {
     /// `node` names the defaults (`url`).
     pub fn parse(table: &Table, node: &str) -> Result<UcsConfig, String> {
         let keys = Keys::new(table);
-        keys.only(UCS_KEYS, "ucs")?;
+        keys.only(UCS_KEYS, "role ucs")?;
         let port = keys.port("port", DEFAULT_HTTP_PORT)?;
         Ok(UcsConfig {
             port,
             url: own_url(&keys, node, port)?,
-            videos: keys.videos("videos")?,
+            videos: videos(&keys, "videos")?,
             media_dir: keys.string("media_dir")?.map(PathBuf::from),
             access_log: keys.boolean("access_log")?.unwrap_or(false),
         })
@@ -198,13 +199,13 @@ impl UcsConfig {
 impl DcsConfig {
     pub fn parse(table: &Table) -> Result<DcsConfig, String> {
         let keys = Keys::new(table);
-        keys.only(DCS_KEYS, "dcs")?;
+        keys.only(DCS_KEYS, "role dcs")?;
         Ok(DcsConfig {
             port: keys.port("port", DEFAULT_HTTP_PORT)?,
             control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
             drr_node: keys.string("drr_node")?.unwrap_or("drr").to_string(),
             media_dir: keys.string("media_dir")?.map(PathBuf::from),
-            fetch_from_origin: keys.url("fetch_from_origin")?,
+            fetch_from_origin: base_url(&keys, "fetch_from_origin")?,
             origin_timeout: keys
                 .duration("origin_timeout")?
                 .unwrap_or(DEFAULT_ORIGIN_TIMEOUT),
@@ -217,16 +218,16 @@ impl UrrConfig {
     /// `node` names the defaults (`url`).
     pub fn parse(table: &Table, node: &str) -> Result<UrrConfig, String> {
         let keys = Keys::new(table);
-        keys.only(URR_KEYS, "urr")?;
+        keys.only(URR_KEYS, "role urr")?;
         let port = keys.port("port", DEFAULT_HTTP_PORT)?;
-        let upstream = keys.urls("upstream")?;
+        let upstream = base_urls(&keys, "upstream")?;
         if upstream.is_empty() {
             return Err(
                 "config key `upstream` is missing: the upstream content servers' URLs, e.g. [\"http://ucs\"]"
                     .to_string(),
             );
         }
-        let offload = keys.offload("offload")?;
+        let offload = offload(&keys, "offload")?;
         let drr = peer(&keys, "drr")?;
         if drr.is_none() && offload != Offload::None {
             return Err(format!(
@@ -236,8 +237,8 @@ impl UrrConfig {
         Ok(UrrConfig {
             port,
             url: own_url(&keys, node, port)?,
-            videos: keys.videos("videos")?,
-            assign: sized_assign(&keys.assign("assign")?, upstream.len()),
+            videos: videos(&keys, "videos")?,
+            assign: sized_assign(&assign(&keys, "assign")?, upstream.len()),
             upstream,
             offload,
             offload_seed: keys.integer("offload_seed")?.unwrap_or(0),
@@ -253,7 +254,7 @@ impl UrrConfig {
 impl DrrConfig {
     pub fn parse(table: &Table) -> Result<DrrConfig, String> {
         let keys = Keys::new(table);
-        keys.only(DRR_KEYS, "drr")?;
+        keys.only(DRR_KEYS, "role drr")?;
         let dcs = peers(&keys, "dcs")?;
         if dcs.is_empty() {
             return Err(
@@ -264,7 +265,7 @@ impl DrrConfig {
         Ok(DrrConfig {
             port: keys.port("port", DEFAULT_HTTP_PORT)?,
             control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
-            assign: sized_assign(&keys.assign("assign")?, dcs.len()),
+            assign: sized_assign(&assign(&keys, "assign")?, dcs.len()),
             dcs,
             urr_node: keys.string("urr_node")?.unwrap_or("urr").to_string(),
             exchange_timeout: keys
@@ -276,7 +277,7 @@ impl DrrConfig {
 }
 
 fn own_url(keys: &Keys, node: &str, port: u16) -> Result<BaseUrl, String> {
-    match keys.url("url")? {
+    match base_url(keys, "url")? {
         Some(url) => Ok(url),
         None => default_url(node, port),
     }
@@ -287,9 +288,11 @@ fn own_url(keys: &Keys, node: &str, port: u16) -> Result<BaseUrl, String> {
 fn peer(keys: &Keys, key: &str) -> Result<Option<Peer>, String> {
     match keys.value(key) {
         None => Ok(None),
-        Some(Value::String(_)) => Ok(keys.url(key)?.map(|url| peer_from_url(url, None, None))),
+        Some(Value::String(_)) => {
+            Ok(base_url(keys, key)?.map(|url| peer_from_url(url, None, None)))
+        }
         Some(Value::Table(_)) => {
-            let Some(inner) = keys.table(key)? else {
+            let Some(inner) = keys.table(key) else {
                 return Ok(None);
             };
             peer_table(&inner).map(Some)
@@ -303,8 +306,8 @@ fn peer(keys: &Keys, key: &str) -> Result<Option<Peer>, String> {
 }
 
 fn peer_table(keys: &Keys) -> Result<Peer, String> {
-    keys.only(PEER_KEYS, "peer")?;
-    let Some(url) = keys.url("url")? else {
+    keys.only(PEER_KEYS, "a peer")?;
+    let Some(url) = base_url(keys, "url")? else {
         return Err(format!("config key `{}` is missing", keys.name("url")));
     };
     let control = keys.string("control")?.map(str::to_string);
@@ -358,5 +361,224 @@ fn peers(keys: &Keys, key: &str) -> Result<Vec<Peer>, String> {
             })
             .collect(),
         _ => Ok(peer(keys, key)?.into_iter().collect()),
+    }
+}
+
+fn base_url(keys: &Keys, key: &str) -> Result<Option<BaseUrl>, String> {
+    keys.string(key)?
+        .map(|text| BaseUrl::parse(text).or_else(|e| keys.fail(key, e)))
+        .transpose()
+}
+
+/// One URL or an array of them.
+fn base_urls(keys: &Keys, key: &str) -> Result<Vec<BaseUrl>, String> {
+    match keys.value(key) {
+        None => Ok(Vec::new()),
+        Some(Value::String(_)) => Ok(base_url(keys, key)?.into_iter().collect()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::String(text) => {
+                    BaseUrl::parse(text).or_else(|e| keys.fail(&format!("{key}[{i}]"), e))
+                }
+                other => keys.fail(
+                    &format!("{key}[{i}]"),
+                    format!("expected a URL string, found {}", other.type_str()),
+                ),
+            })
+            .collect(),
+        Some(other) => keys.fail(
+            key,
+            format!(
+                "expected a URL or an array of URLs, found {}",
+                other.type_str()
+            ),
+        ),
+    }
+}
+
+/// `consistent-hash` (the default), `consistent-hash:VNODES`, `round-robin` or
+/// `least-loaded` (starting from empty servers).
+fn assign(keys: &Keys, key: &str) -> Result<Assign, String> {
+    let Some(text) = keys.string(key)? else {
+        return Ok(Assign::ConsistentHash {
+            vnodes: DEFAULT_VNODES,
+        });
+    };
+    let bad = || {
+        keys.fail(
+            key,
+            format!("{text:?}: expected consistent-hash[:VNODES], round-robin or least-loaded"),
+        )
+    };
+    match text.split_once(':') {
+        None if text == "consistent-hash" => Ok(Assign::ConsistentHash {
+            vnodes: DEFAULT_VNODES,
+        }),
+        None if text == "round-robin" => Ok(Assign::RoundRobin),
+        // The loads vector is sized when the server count is known (`sized_assign`).
+        None if text == "least-loaded" => Ok(Assign::LeastLoaded { loads: Vec::new() }),
+        Some(("consistent-hash", n)) => match n.parse::<usize>() {
+            Ok(vnodes) if vnodes > 0 => Ok(Assign::ConsistentHash { vnodes }),
+            _ => bad(),
+        },
+        _ => bad(),
+    }
+}
+
+/// `assign` with `least-loaded`'s start loads sized to `servers` (all empty).
+pub(crate) fn sized_assign(assign: &Assign, servers: usize) -> Assign {
+    match assign {
+        Assign::LeastLoaded { loads } if loads.is_empty() => Assign::LeastLoaded {
+            loads: vec![0; servers],
+        },
+        other => other.clone(),
+    }
+}
+
+/// `all` (the default), `none`, `fraction:F`, `first:K` or `most-popular:K`.
+fn offload(keys: &Keys, key: &str) -> Result<Offload, String> {
+    match keys.string(key)? {
+        None => Ok(Offload::All),
+        Some(text) => text.parse().or_else(|e| keys.fail(key, e)),
+    }
+}
+
+/// The video a config without `videos` serves.
+pub const DEFAULT_VIDEO: &str = "video";
+/// Its length: the paper's 100 chunks of 2 s.
+pub const DEFAULT_SEGMENTS: usize = 100;
+/// The paper's ladder: 500 kbit/s, 1 and 2 Mbit/s.
+const PAPER_BITRATES: [u64; 3] = [500_000, 1_000_000, 2_000_000];
+/// The paper's chunk duration.
+const PAPER_SEGMENT_S: f64 = 2.0;
+
+const VIDEO_KEYS: &[&str] = &[
+    "name",
+    "segments",
+    "segment_duration",
+    "qualities",
+    "container",
+];
+const QUALITY_KEYS: &[&str] = &["id", "bitrate", "codecs"];
+
+/// `videos`: an array of video tables; the paper's video when absent.
+fn videos(keys: &Keys, key: &str) -> Result<Vec<Video>, String> {
+    match keys.value(key) {
+        None => Ok(vec![paper_video(DEFAULT_VIDEO, DEFAULT_SEGMENTS)?]),
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::Table(table) => video(&keys.nested_at(key, i, table)),
+                other => keys.fail(
+                    &format!("{key}[{i}]"),
+                    format!("expected a table, found {}", other.type_str()),
+                ),
+            })
+            .collect(),
+        Some(other) => keys.fail(
+            key,
+            format!(
+                "expected a non-empty array of video tables, found {}",
+                other.type_str()
+            ),
+        ),
+    }
+}
+
+fn paper_video(name: &str, segments: usize) -> Result<Video, String> {
+    Video::new(VideoSpec {
+        name: name.to_string(),
+        segment_duration_s: PAPER_SEGMENT_S,
+        qualities: PAPER_BITRATES.iter().map(|&b| quality_for(b)).collect(),
+        segments,
+        container: Container::Ts,
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// A quality named after its bitrate: `500k` for 500 kbit/s, `1000k` for 1 Mbit/s (the ids
+/// `crate::cdn`'s tests and the paper's ladder use), the bare bit/s otherwise.
+fn quality_for(bitrate_bps: u64) -> Quality {
+    let id = if bitrate_bps.is_multiple_of(1000) {
+        format!("{}k", bitrate_bps / 1000)
+    } else {
+        bitrate_bps.to_string()
+    };
+    Quality {
+        id,
+        bitrate_bps,
+        codecs: None,
+    }
+}
+
+/// One `videos` entry: `name` (default `video`), `segments` (100), `segment_duration` (`2s`),
+/// `qualities` (the paper's ladder; each a rate string such as `"500kbit"`, or a table
+/// `{ id, bitrate, codecs }`), `container` (`ts` or `fmp4`).
+fn video(keys: &Keys) -> Result<Video, String> {
+    keys.only(VIDEO_KEYS, "a video")?;
+    let segments = keys.count("segments")?.unwrap_or(DEFAULT_SEGMENTS);
+    let segment_duration_s = match keys.duration("segment_duration")? {
+        None => PAPER_SEGMENT_S,
+        Some(d) => d.as_secs_f64(),
+    };
+    let qualities = match keys.value("qualities") {
+        None => PAPER_BITRATES.iter().map(|&b| quality_for(b)).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| quality(keys, i, item))
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => {
+            return keys.fail(
+                "qualities",
+                format!("expected an array, found {}", other.type_str()),
+            )
+        }
+    };
+    let container = match keys.string("container")? {
+        None | Some("ts") => Container::Ts,
+        Some("fmp4") => Container::Fmp4,
+        Some(other) => return keys.fail("container", format!("{other:?}: expected ts or fmp4")),
+    };
+    let spec = VideoSpec {
+        name: keys.string("name")?.unwrap_or(DEFAULT_VIDEO).to_string(),
+        segment_duration_s,
+        qualities,
+        segments,
+        container,
+    };
+    Video::new(spec).map_err(|e| format!("config key `{}`: {e}", keys.table_name()))
+}
+
+fn quality(keys: &Keys, index: usize, item: &Value) -> Result<Quality, String> {
+    let key = format!("qualities[{index}]");
+    match item {
+        Value::String(text) => Ok(quality_for(
+            parse_rate_bps(text).or_else(|e| keys.fail(&key, e))?,
+        )),
+        Value::Table(table) => {
+            let inner = keys.nested_at("qualities", index, table);
+            inner.only(QUALITY_KEYS, "a quality")?;
+            let Some(bitrate) = inner.string("bitrate")? else {
+                return inner.fail("bitrate", "missing (e.g. \"500kbit\")");
+            };
+            let bitrate_bps = parse_rate_bps(bitrate).or_else(|e| inner.fail("bitrate", e))?;
+            let default = quality_for(bitrate_bps);
+            Ok(Quality {
+                id: inner.string("id")?.map_or(default.id, str::to_string),
+                bitrate_bps,
+                codecs: inner.string("codecs")?.map(str::to_string),
+            })
+        }
+        other => keys.fail(
+            &key,
+            format!(
+                "expected a rate string or a table, found {}",
+                other.type_str()
+            ),
+        ),
     }
 }

@@ -16,8 +16,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::config::sized_assign;
 use super::config::UrrConfig;
-use super::config_table::sized_assign;
 use crate::cdn::hashing::{hash64, mix64};
 use crate::cdn::{
     place, Assign, BaseUrl, Cdn, ChunkLocations, Location, Placement, Popularity, Video,

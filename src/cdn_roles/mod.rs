@@ -19,7 +19,6 @@
 
 pub mod body;
 pub mod config;
-mod config_table;
 pub mod content_server;
 pub mod exchange;
 pub mod exchange_io;

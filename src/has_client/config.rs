@@ -12,18 +12,19 @@
 //! keep_alive = true         # false: a new TCP connection for every request (HTTP/1.1 only)
 //! max_duration = "60s"      # stop playing after this long (default: never; "0" = never)
 //! ```
-//! Topology variables arrive as strings (`segments = "${chunks}"`), so integers and booleans may
-//! also be strings holding one, and times may be numbers of seconds. An unknown key is an error
-//! that names it, so a typo does not silently fall back to a default.
+//! Read with `crate::role_config::Keys`: topology variables arrive as strings
+//! (`segments = "${chunks}"`), so integers and booleans may also be strings holding one, and times
+//! may be numbers of seconds. An unknown key is an error that names it, so a typo does not
+//! silently fall back to a default.
 
 use std::path::Path;
 use std::time::Duration;
 
-use netem::units::parse_duration_ns;
 use toml::{Table, Value};
 
 use crate::cdn::{parse_path, Kind};
 use crate::has::{ABR_NAMES, DEFAULT_STARTUP_SEGMENTS};
+use crate::role_config::Keys;
 
 /// Every key the config may have.
 pub const CONFIG_KEYS: &[&str] = &[
@@ -87,17 +88,12 @@ pub fn read_config(path: &Path) -> Result<ClientConfig, String> {
 
 /// Parses a config table.
 pub fn parse_config(table: &Table) -> Result<ClientConfig, String> {
-    if let Some(key) = table.keys().find(|k| !CONFIG_KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown config key `{key}` (known: {})",
-            CONFIG_KEYS.join(", ")
-        ));
-    }
-    let config = Config(table);
+    let config = Keys::new(table);
+    config.only(CONFIG_KEYS, "role has-client")?;
     let url = config
         .string("url")?
         .ok_or("config key `url` is missing (the manifest URL, e.g. \"http://urr/p/direct-rr/video/master.m3u8\")")?;
-    check_url(url).map_err(|e| format!("config key `url`: {e}"))?;
+    check_url(url).or_else(|e| config.fail("url", e))?;
     let abr = config.string("abr")?.unwrap_or("mss");
     if !ABR_NAMES.contains(&abr) {
         return Err(format!(
@@ -105,21 +101,21 @@ pub fn parse_config(table: &Table) -> Result<ClientConfig, String> {
             ABR_NAMES.join(", ")
         ));
     }
-    let buffer = config.duration("buffer")?.unwrap_or(DEFAULT_BUFFER);
+    let buffer = config.time("buffer")?.unwrap_or(DEFAULT_BUFFER);
     if buffer.is_zero() {
         return Err("config key `buffer`: the player buffer must be longer than 0".into());
     }
     let startup_segments = config
-        .integer("startup_segments")?
-        .unwrap_or(DEFAULT_STARTUP_SEGMENTS as u64);
+        .count("startup_segments")?
+        .unwrap_or(DEFAULT_STARTUP_SEGMENTS);
     if startup_segments == 0 {
         return Err("config key `startup_segments`: playback needs at least 1 segment".into());
     }
-    let segments = config.integer("segments")?;
+    let segments = config.count("segments")?;
     if segments == Some(0) {
         return Err("config key `segments`: play at least 1 segment (omit the key for all)".into());
     }
-    let timeout = config.duration("timeout")?.unwrap_or(DEFAULT_TIMEOUT);
+    let timeout = config.time("timeout")?.unwrap_or(DEFAULT_TIMEOUT);
     if timeout.is_zero() {
         return Err("config key `timeout`: a request timeout must be longer than 0".into());
     }
@@ -138,14 +134,14 @@ pub fn parse_config(table: &Table) -> Result<ClientConfig, String> {
         url: url.to_string(),
         abr: abr.to_string(),
         buffer_s: buffer.as_secs_f64(),
-        startup_segments: to_usize("startup_segments", startup_segments)?,
-        segments: segments.map(|n| to_usize("segments", n)).transpose()?,
+        startup_segments,
+        segments,
         timeout,
         policy,
         http2,
         keep_alive,
         max_duration: config
-            .duration("max_duration")?
+            .time("max_duration")?
             .filter(|duration| !duration.is_zero()),
     })
 }
@@ -176,87 +172,4 @@ pub fn policy_of_url(url: &str) -> Option<String> {
     let rest = path.strip_prefix("/p/")?;
     let label = rest.split('/').next().filter(|l| !l.is_empty())?;
     Some(label.to_string())
-}
-
-fn to_usize(key: &str, n: u64) -> Result<usize, String> {
-    usize::try_from(n).map_err(|_| format!("config key `{key}`: {n} is too big"))
-}
-
-/// Typed access to the table; every error names its key.
-struct Config<'a>(&'a Table);
-
-impl Config<'_> {
-    fn string(&self, key: &str) -> Result<Option<&str>, String> {
-        match self.0.get(key) {
-            None => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text)),
-            Some(other) => Err(format!(
-                "config key `{key}`: expected a string, found {}",
-                other.type_str()
-            )),
-        }
-    }
-
-    /// An integer ≥ 0, or a string holding one.
-    fn integer(&self, key: &str) -> Result<Option<u64>, String> {
-        let n = match self.0.get(key) {
-            None => return Ok(None),
-            Some(Value::Integer(n)) => *n,
-            Some(Value::String(text)) => text.trim().parse::<i64>().map_err(|_| {
-                format!("config key `{key}`: expected an integer, found \"{text}\"")
-            })?,
-            Some(other) => {
-                return Err(format!(
-                    "config key `{key}`: expected an integer, found {}",
-                    other.type_str()
-                ))
-            }
-        };
-        u64::try_from(n)
-            .map(Some)
-            .map_err(|_| format!("config key `{key}`: {n} is negative"))
-    }
-
-    /// A boolean, or a string holding `true` or `false`.
-    fn boolean(&self, key: &str) -> Result<Option<bool>, String> {
-        match self.0.get(key) {
-            None => Ok(None),
-            Some(Value::Boolean(flag)) => Ok(Some(*flag)),
-            Some(Value::String(text)) => text.trim().parse().map(Some).map_err(|_| {
-                format!("config key `{key}`: expected true or false, found \"{text}\"")
-            }),
-            Some(other) => Err(format!(
-                "config key `{key}`: expected true or false, found {}",
-                other.type_str()
-            )),
-        }
-    }
-
-    /// A time in tc units (`"6s"`, `"500ms"`), or a number of seconds.
-    fn duration(&self, key: &str) -> Result<Option<Duration>, String> {
-        let seconds = match self.0.get(key) {
-            None => return Ok(None),
-            Some(Value::String(text)) => {
-                return parse_duration_ns(text)
-                    .map(|ns| Some(Duration::from_nanos(ns)))
-                    .map_err(|e| format!("config key `{key}`: {e}"))
-            }
-            Some(Value::Integer(n)) => *n as f64,
-            Some(Value::Float(x)) => *x,
-            Some(other) => {
-                return Err(format!(
-                    "config key `{key}`: expected a time such as \"10s\", found {}",
-                    other.type_str()
-                ))
-            }
-        };
-        if !(seconds.is_finite() && seconds >= 0.0) {
-            return Err(format!(
-                "config key `{key}`: {seconds} is not a number of seconds ≥ 0"
-            ));
-        }
-        Duration::try_from_secs_f64(seconds)
-            .map(Some)
-            .map_err(|_| format!("config key `{key}`: {seconds} s is too long"))
-    }
 }

@@ -11,19 +11,20 @@
 //! stream_count = 0         # 0 skips; stream_rate_pps = 1000, stream_size = 200
 //! reach_timeout = "10s"    # how long the target may stay silent at the start
 //! ```
-//! Times use tc's units (`netem::units::parse_duration_ns`). An unknown key is an error that
-//! names it, so a typo does not silently fall back to a default.
+//! Read with `crate::role_config::Keys`: times use tc's units (`netem::units::parse_duration_ns`),
+//! numbers may be strings holding one (topology `${var}` substitution), and an unknown key is an
+//! error that names it, so a typo does not silently fall back to a default.
 
 use std::path::Path;
 use std::time::Duration;
 
-use netem::units::parse_duration_ns;
-use toml::{Table, Value};
+use toml::Table;
 
 use super::goodput::{Direction, GoodputOptions};
 use super::rtt::RttOptions;
 use super::stream::StreamOptions;
 use super::target::DEFAULT_PORT;
+use crate::role_config::Keys;
 
 /// Keys a server config may have.
 const SERVER_KEYS: &[&str] = &["mode", "port", "duration"];
@@ -85,19 +86,19 @@ pub fn read_role_config(path: &Path) -> Result<RoleConfig, String> {
 
 /// Parses a config table.
 pub fn parse_role_config(table: &Table) -> Result<RoleConfig, String> {
-    let config = Config(table);
+    let config = Keys::new(table);
     match config.string("mode")? {
         Some("server") => {
-            config.only(SERVER_KEYS, "server")?;
+            config.only(SERVER_KEYS, "mode `server`")?;
             Ok(RoleConfig::Server(ServerRole {
-                port: config.port()?,
+                port: config.port("port", DEFAULT_PORT)?,
                 duration: config
                     .duration("duration")?
                     .filter(|duration| !duration.is_zero()),
             }))
         }
         Some("client") => {
-            config.only(CLIENT_KEYS, "client")?;
+            config.only(CLIENT_KEYS, "mode `client`")?;
             parse_client(&config).map(RoleConfig::Client)
         }
         Some(other) => Err(format!(
@@ -107,7 +108,7 @@ pub fn parse_role_config(table: &Table) -> Result<RoleConfig, String> {
     }
 }
 
-fn parse_client(config: &Config) -> Result<ClientRole, String> {
+fn parse_client(config: &Keys) -> Result<ClientRole, String> {
     let target = config
         .string("target")?
         .ok_or("config key `target` is missing (the server node's name)")?
@@ -121,7 +122,7 @@ fn parse_client(config: &Config) -> Result<ClientRole, String> {
         interval: config
             .duration("rtt_interval")?
             .unwrap_or(rtt_defaults.interval),
-        size: config.size("rtt_size")?.unwrap_or(rtt_defaults.size),
+        size: config.count("rtt_size")?.unwrap_or(rtt_defaults.size),
         keep_samples: false,
     };
     let goodput_defaults = GoodputOptions::default();
@@ -132,7 +133,7 @@ fn parse_client(config: &Config) -> Result<ClientRole, String> {
         direction: match config.string("goodput_direction")? {
             Some(text) => text
                 .parse()
-                .map_err(|e| format!("config key `goodput_direction`: {e}"))?,
+                .or_else(|e| config.fail("goodput_direction", e))?,
             None => Direction::Download,
         },
         duration: goodput_seconds,
@@ -146,11 +147,11 @@ fn parse_client(config: &Config) -> Result<ClientRole, String> {
             .number("stream_rate_pps")?
             .unwrap_or(stream_defaults.rate_pps),
         count: config.integer("stream_count")?.unwrap_or(0),
-        size: config.size("stream_size")?.unwrap_or(stream_defaults.size),
+        size: config.count("stream_size")?.unwrap_or(stream_defaults.size),
     };
     Ok(ClientRole {
         target,
-        port: config.port()?,
+        port: config.port("port", DEFAULT_PORT)?,
         reach_timeout: config
             .duration("reach_timeout")?
             .unwrap_or(Duration::from_secs(10)),
@@ -158,101 +159,6 @@ fn parse_client(config: &Config) -> Result<ClientRole, String> {
         goodput: (!goodput.duration.is_zero()).then_some(goodput),
         stream: (stream.count > 0).then_some(stream),
     })
-}
-
-/// Typed access to a config table; every error names its key.
-struct Config<'a>(&'a Table);
-
-impl Config<'_> {
-    /// Fails on the first key not in `known`.
-    fn only(&self, known: &[&str], mode: &str) -> Result<(), String> {
-        match self.0.keys().find(|key| !known.contains(&key.as_str())) {
-            Some(key) => Err(format!(
-                "unknown config key `{key}` for mode `{mode}` (known: {})",
-                known.join(", ")
-            )),
-            None => Ok(()),
-        }
-    }
-
-    fn string(&self, key: &str) -> Result<Option<&str>, String> {
-        match self.0.get(key) {
-            None => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text)),
-            Some(other) => Err(format!(
-                "config key `{key}`: expected a string, found {}",
-                other.type_str()
-            )),
-        }
-    }
-
-    fn integer(&self, key: &str) -> Result<Option<u64>, String> {
-        match self.0.get(key) {
-            None => Ok(None),
-            Some(Value::Integer(n)) => u64::try_from(*n)
-                .map(Some)
-                .map_err(|_| format!("config key `{key}`: {n} is negative")),
-            Some(other) => Err(format!(
-                "config key `{key}`: expected an integer, found {}",
-                other.type_str()
-            )),
-        }
-    }
-
-    /// A non-negative finite number, integer or float.
-    fn number(&self, key: &str) -> Result<Option<f64>, String> {
-        let value = match self.0.get(key) {
-            None => return Ok(None),
-            Some(Value::Integer(n)) => *n as f64,
-            Some(Value::Float(x)) => *x,
-            Some(other) => {
-                return Err(format!(
-                    "config key `{key}`: expected a number, found {}",
-                    other.type_str()
-                ))
-            }
-        };
-        if value.is_finite() && value >= 0.0 {
-            Ok(Some(value))
-        } else {
-            Err(format!("config key `{key}`: {value} is not a number ≥ 0"))
-        }
-    }
-
-    /// A number of seconds (integer or float).
-    fn seconds(&self, key: &str) -> Result<Option<Duration>, String> {
-        self.number(key)?
-            .map(|s| {
-                Duration::try_from_secs_f64(s)
-                    .map_err(|_| format!("config key `{key}`: {s} s is too long"))
-            })
-            .transpose()
-    }
-
-    /// A time in tc units (`"10ms"`).
-    fn duration(&self, key: &str) -> Result<Option<Duration>, String> {
-        self.string(key)?
-            .map(|text| {
-                parse_duration_ns(text)
-                    .map(Duration::from_nanos)
-                    .map_err(|e| format!("config key `{key}`: {e}"))
-            })
-            .transpose()
-    }
-
-    fn size(&self, key: &str) -> Result<Option<usize>, String> {
-        self.integer(key)?
-            .map(|n| usize::try_from(n).map_err(|_| format!("config key `{key}`: {n} is too big")))
-            .transpose()
-    }
-
-    fn port(&self) -> Result<u16, String> {
-        match self.integer("port")? {
-            None => Ok(DEFAULT_PORT),
-            Some(port) => u16::try_from(port)
-                .map_err(|_| format!("config key `port`: {port} is not a port (0-65535)")),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -307,6 +213,27 @@ mod tests {
     }
 
     #[test]
+    fn numbers_may_be_substituted_strings() {
+        let config = parse(
+            "mode = 'client'\ntarget = 's'\nport = '7000'\nrtt_count = '5'\nrtt_size = '32'\n\
+             goodput_seconds = '1.5'\nstream_count = '10'\nstream_rate_pps = '20'",
+        )
+        .unwrap();
+        let RoleConfig::Client(client) = config else {
+            panic!("not a client");
+        };
+        assert_eq!(client.port, 7000);
+        let rtt = client.rtt.unwrap();
+        assert_eq!((rtt.count, rtt.size), (5, 32));
+        assert_eq!(
+            client.goodput.unwrap().duration,
+            Duration::from_millis(1500)
+        );
+        let stream = client.stream.unwrap();
+        assert_eq!((stream.count, stream.rate_pps), (10, 20.0));
+    }
+
+    #[test]
     fn server_config() {
         assert_eq!(
             parse("mode = 'server'").unwrap(),
@@ -336,8 +263,8 @@ mod tests {
         assert!(error("mode = 'client'\ntarget = 's'\nrtt_interval = '10'")
             .contains("config key `rtt_interval`: `10` has no unit"));
         assert!(error("mode = 'client'\ntarget = 's'\nrtt_count = -1").contains("negative"));
-        assert!(error("mode = 'client'\ntarget = 's'\nrtt_count = '5'")
-            .contains("`rtt_count`: expected an integer, found string"));
+        assert!(error("mode = 'client'\ntarget = 's'\nrtt_count = '5x'")
+            .contains("`rtt_count`: expected an integer, found \"5x\""));
         assert!(error("mode = 'server'\nport = 70000").contains("not a port"));
         assert!(error("mode = 'client'\ntarget = 's'\ngoodput_seconds = -1").contains("≥ 0"));
         assert!(

@@ -1,0 +1,291 @@
+//! Typed reading of a role's TOML `config` table, shared by every role binary (`probe`,
+//! `has-client`, the CDN roles), so that all of them accept the same forms and every error
+//! names its key.
+//!
+//! Topology variables substitute into strings only, so wherever an integer, a number or a
+//! boolean is expected a string holding one is accepted too (`segments = "${chunks}"`). Times are
+//! tc units (`"30s"`). Unknown keys are refused (`Keys::only`), so a typo never silently falls
+//! back to a default.
+
+use std::time::Duration;
+
+use netem::units::parse_duration_ns;
+use toml::{Table, Value};
+
+/// A config table (or a nested one) and the name its keys are reported under.
+pub struct Keys<'a> {
+    table: &'a Table,
+    /// `""` at the top; `videos[0].` inside the first video.
+    prefix: String,
+}
+
+impl<'a> Keys<'a> {
+    pub fn new(table: &'a Table) -> Keys<'a> {
+        Keys {
+            table,
+            prefix: String::new(),
+        }
+    }
+
+    fn nested(table: &'a Table, prefix: String) -> Keys<'a> {
+        Keys { table, prefix }
+    }
+
+    /// The full name of `key` for messages (`videos[0].segments`).
+    pub fn name(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    /// The name of this table itself (`videos[0]`); empty at the top.
+    pub fn table_name(&self) -> &str {
+        self.prefix.trim_end_matches('.')
+    }
+
+    /// The error `config key `KEY`: MESSAGE`.
+    pub fn fail<T>(&self, key: &str, message: impl std::fmt::Display) -> Result<T, String> {
+        Err(format!("config key `{}`: {message}", self.name(key)))
+    }
+
+    /// Fails on the first key not in `known`; `owner` says whose keys they are in the message
+    /// (`role ucs`, ``mode `client` ``).
+    pub fn only(&self, known: &[&str], owner: &str) -> Result<(), String> {
+        match self.table.keys().find(|key| !known.contains(&key.as_str())) {
+            Some(key) => Err(format!(
+                "unknown config key `{}` for {owner} (known: {})",
+                self.name(key),
+                known.join(", ")
+            )),
+            None => Ok(()),
+        }
+    }
+
+    pub fn string(&self, key: &str) -> Result<Option<&'a str>, String> {
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text)),
+            Some(other) => self.fail(
+                key,
+                format!("expected a string, found {}", other.type_str()),
+            ),
+        }
+    }
+
+    /// An integer ≥ 0, or a string holding one.
+    pub fn integer(&self, key: &str) -> Result<Option<u64>, String> {
+        let n = match self.table.get(key) {
+            None => return Ok(None),
+            Some(Value::Integer(n)) => i128::from(*n),
+            Some(Value::String(text)) => match text.trim().parse::<i128>() {
+                Ok(n) => n,
+                Err(_) => return self.fail(key, format!("expected an integer, found {text:?}")),
+            },
+            Some(other) => {
+                return self.fail(
+                    key,
+                    format!("expected an integer, found {}", other.type_str()),
+                )
+            }
+        };
+        match u64::try_from(n) {
+            Ok(n) => Ok(Some(n)),
+            Err(_) if n < 0 => self.fail(key, format!("{n} is negative")),
+            Err(_) => self.fail(key, format!("{n} is too big")),
+        }
+    }
+
+    /// An integer ≥ 0 that fits a `usize` (a count or a size), or a string holding one.
+    pub fn count(&self, key: &str) -> Result<Option<usize>, String> {
+        self.integer(key)?
+            .map(|n| usize::try_from(n).or_else(|_| self.fail(key, format!("{n} is too big"))))
+            .transpose()
+    }
+
+    /// A port, or a string holding one; `default` when absent.
+    pub fn port(&self, key: &str, default: u16) -> Result<u16, String> {
+        match self.integer(key)? {
+            None => Ok(default),
+            Some(n) => {
+                u16::try_from(n).or_else(|_| self.fail(key, format!("{n} is not a port (0-65535)")))
+            }
+        }
+    }
+
+    /// A boolean, or a string holding `true` or `false`.
+    pub fn boolean(&self, key: &str) -> Result<Option<bool>, String> {
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(Value::Boolean(flag)) => Ok(Some(*flag)),
+            Some(Value::String(text)) => match text.trim().parse() {
+                Ok(flag) => Ok(Some(flag)),
+                Err(_) => self.fail(key, format!("expected true or false, found {text:?}")),
+            },
+            Some(other) => self.fail(
+                key,
+                format!("expected true or false, found {}", other.type_str()),
+            ),
+        }
+    }
+
+    /// A finite number ≥ 0, integer or float, or a string holding one.
+    pub fn number(&self, key: &str) -> Result<Option<f64>, String> {
+        let value = match self.table.get(key) {
+            None => return Ok(None),
+            Some(Value::Integer(n)) => *n as f64,
+            Some(Value::Float(x)) => *x,
+            Some(Value::String(text)) => match text.trim().parse::<f64>() {
+                Ok(x) => x,
+                Err(_) => return self.fail(key, format!("expected a number, found {text:?}")),
+            },
+            Some(other) => {
+                return self.fail(
+                    key,
+                    format!("expected a number, found {}", other.type_str()),
+                )
+            }
+        };
+        if value.is_finite() && value >= 0.0 {
+            Ok(Some(value))
+        } else {
+            self.fail(key, format!("{value} is not a number ≥ 0"))
+        }
+    }
+
+    /// A number of seconds (as `number`).
+    pub fn seconds(&self, key: &str) -> Result<Option<Duration>, String> {
+        self.number(key)?
+            .map(|s| {
+                Duration::try_from_secs_f64(s)
+                    .or_else(|_| self.fail(key, format!("{s} s is too long")))
+            })
+            .transpose()
+    }
+
+    /// A time in tc units (`"30s"`). A bare number is refused: its unit would be a guess.
+    pub fn duration(&self, key: &str) -> Result<Option<Duration>, String> {
+        self.string(key)?
+            .map(|text| match parse_duration_ns(text) {
+                Ok(ns) => Ok(Duration::from_nanos(ns)),
+                Err(e) => self.fail(key, e),
+            })
+            .transpose()
+    }
+
+    /// A time in tc units (`"6s"`, `"500ms"`), or a bare number of seconds.
+    pub fn time(&self, key: &str) -> Result<Option<Duration>, String> {
+        match self.table.get(key) {
+            Some(Value::Integer(_) | Value::Float(_)) => self.seconds(key),
+            None | Some(Value::String(_)) => self.duration(key),
+            Some(other) => self.fail(
+                key,
+                format!(
+                    "expected a time such as \"10s\", found {}",
+                    other.type_str()
+                ),
+            ),
+        }
+    }
+
+    /// A nested table, for settings such as `drr = { url = ..., control = ... }`; `None` when
+    /// the key is absent or not a table.
+    pub fn table(&self, key: &str) -> Option<Keys<'a>> {
+        match self.table.get(key) {
+            Some(Value::Table(table)) => Some(Keys::nested(table, format!("{}.", self.name(key)))),
+            _ => None,
+        }
+    }
+
+    /// The table at `key[index]`, reported under that name.
+    pub fn nested_at(&self, key: &str, index: usize, table: &'a Table) -> Keys<'a> {
+        Keys::nested(table, format!("{}[{index}].", self.name(key)))
+    }
+
+    /// The raw value, for keys with several accepted shapes.
+    pub fn value(&self, key: &str) -> Option<&'a Value> {
+        self.table.get(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> Table {
+        text.parse().expect("test TOML")
+    }
+
+    #[test]
+    fn numbers_and_booleans_may_be_strings() {
+        let t = table("n = ' 7 '\nb = 'true'\nx = '2.5'\np = '8080'");
+        let keys = Keys::new(&t);
+        assert_eq!(keys.integer("n").unwrap(), Some(7));
+        assert_eq!(keys.count("n").unwrap(), Some(7));
+        assert_eq!(keys.boolean("b").unwrap(), Some(true));
+        assert_eq!(keys.number("x").unwrap(), Some(2.5));
+        assert_eq!(keys.port("p", 80).unwrap(), 8080);
+        assert_eq!(keys.port("absent", 80).unwrap(), 80);
+        assert_eq!(keys.integer("absent").unwrap(), None);
+    }
+
+    #[test]
+    fn times_in_tc_units_or_seconds() {
+        let t = table("tc = '250ms'\nbare = 2\nfloat = 0.5\nflag = true");
+        let keys = Keys::new(&t);
+        assert_eq!(
+            keys.duration("tc").unwrap(),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(keys.time("tc").unwrap(), Some(Duration::from_millis(250)));
+        assert_eq!(keys.time("bare").unwrap(), Some(Duration::from_secs(2)));
+        assert_eq!(
+            keys.time("float").unwrap(),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(keys.time("absent").unwrap(), None);
+        assert!(keys
+            .duration("bare")
+            .unwrap_err()
+            .contains("`bare`: expected a string, found integer"));
+        assert!(keys
+            .time("flag")
+            .unwrap_err()
+            .contains("`flag`: expected a time such as \"10s\", found boolean"));
+    }
+
+    #[test]
+    fn errors_name_the_nested_key() {
+        let t = table("v = [{ n = -1, p = 70000, b = 'yes', x = 'fast', k = 1 }]");
+        let Some(Value::Array(items)) = Keys::new(&t).value("v") else {
+            panic!("an array")
+        };
+        let Value::Table(inner) = &items[0] else {
+            panic!("a table")
+        };
+        let top = Keys::new(&t);
+        let keys = top.nested_at("v", 0, inner);
+        assert_eq!(keys.table_name(), "v[0]");
+        assert_eq!(
+            keys.integer("n").unwrap_err(),
+            "config key `v[0].n`: -1 is negative"
+        );
+        assert!(keys
+            .port("p", 80)
+            .unwrap_err()
+            .contains("`v[0].p`: 70000 is not a port"));
+        assert!(keys
+            .boolean("b")
+            .unwrap_err()
+            .contains("`v[0].b`: expected true or false, found \"yes\""));
+        assert!(keys
+            .number("x")
+            .unwrap_err()
+            .contains("`v[0].x`: expected a number"));
+        assert!(keys
+            .integer("x")
+            .unwrap_err()
+            .contains("`v[0].x`: expected an integer"));
+        assert_eq!(
+            keys.only(&["n", "p", "b", "x"], "a video").unwrap_err(),
+            "unknown config key `v[0].k` for a video (known: n, p, b, x)"
+        );
+    }
+}
