@@ -5,6 +5,7 @@
 
 pub mod cpu;
 pub mod delay;
+pub mod http;
 pub mod jitter;
 pub mod lab;
 pub mod loss;
@@ -19,6 +20,9 @@ use table::Table;
 
 /// Every benchmark, in the order `all` runs them.
 pub const BENCHMARKS: [&str; 6] = ["delay", "rate", "jitter", "loss", "cpu", "scale"];
+
+/// Benchmarks run only when named: `http` needs nginx and wrk, which nothing else installs.
+pub const BY_NAME_ONLY: [&str; 1] = ["http"];
 
 /// What every benchmark is given.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +80,11 @@ pub fn select(which: &str) -> Option<Vec<&'static str>> {
     if which == "all" {
         return Some(BENCHMARKS.to_vec());
     }
-    BENCHMARKS.iter().find(|&&b| b == which).map(|&b| vec![b])
+    BENCHMARKS
+        .iter()
+        .chain(&BY_NAME_ONLY)
+        .find(|&&b| b == which)
+        .map(|&b| vec![b])
 }
 
 /// Runs one benchmark.
@@ -89,12 +97,15 @@ pub fn run_one(name: &str, options: &BenchOptions) -> Result<Report> {
         "loss" => loss::run(options),
         "cpu" => cpu::run(options),
         "scale" => scale::run(options),
+        "http" => http::run(options),
         other => Err(Error(format!(
             "no benchmark `{other}` (known: {}, all)",
             BENCHMARKS.join(", ")
         ))),
     }?;
-    if let Ok(backend) = crate::lab::links::choose_backend(&options.link_backend) {
+    // `http` runs on loopback, through no emulated link.
+    let backend = crate::lab::links::choose_backend(&options.link_backend).ok();
+    if let Some(backend) = backend.filter(|_| name != "http") {
         report
             .setup
             .push(format!("Link backend: {}.", backend.name()));
@@ -156,6 +167,8 @@ mod tests {
     fn selection() {
         assert_eq!(select("rate"), Some(vec!["rate"]));
         assert_eq!(select("all").map(|v| v.len()), Some(BENCHMARKS.len()));
+        assert_eq!(select("http"), Some(vec!["http"]));
+        assert!(!select("all").unwrap_or_default().contains(&"http"));
         assert_eq!(select("speed"), None);
     }
 
