@@ -1,12 +1,12 @@
 //! `bench delay`: configured vs measured round-trip time on a two-hop path, with the error's
 //! median and 99th percentile over many pings.
 
-use super::lab::{chain, BenchLab, PORT};
+use super::lab::{chain, BenchLab};
 use super::stats::median;
 use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::{Error, Result};
-use crate::probe::{percentile, RttReport};
+use crate::probe::percentile;
 use netem::units::format_duration_ns;
 
 const LAB: &str = "bench-delay";
@@ -131,21 +131,7 @@ fn measure(one_way_us: u64, count: u64, options: &BenchOptions) -> Result<Point>
         format!("delay = \"{}\"", format_duration_ns(one_way_us * 1000 / 2))
     };
     let lab = BenchLab::up(&chain(LAB, &link, &link), options)?;
-    let target = format!("server:{PORT}");
-    let count_text = count.to_string();
-    let report: RttReport = lab.probe(
-        "client",
-        &[
-            "rtt",
-            "--target",
-            &target,
-            "--count",
-            &count_text,
-            "--interval",
-            INTERVAL,
-            "--samples",
-        ],
-    )?;
+    let report = lab.client_rtt(count, INTERVAL, true)?;
     let daemon = lab.shaper_status()?.and_then(|r| r.daemon);
     let lateness_us = daemon
         .as_ref()

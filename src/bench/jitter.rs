@@ -1,7 +1,7 @@
 //! `bench jitter`: delay 20 ms with 5 ms of jitter on one link direction, for each of netem's
 //! distributions; the measured RTT spread against the spread netem's tables imply.
 
-use super::lab::{chain, BenchLab, PORT};
+use super::lab::{chain, BenchLab};
 use super::stats::{implied_jitter, stdev_sampling_halfwidth, JitterMoments};
 use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
@@ -54,20 +54,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             distribution.name()
         );
         let lab = BenchLab::up(&chain(LAB, "", &core), options)?;
-        let target = format!("server:{PORT}");
-        let count_text = count.to_string();
-        let report: RttReport = lab.probe(
-            "client",
-            &[
-                "rtt",
-                "--target",
-                &target,
-                "--count",
-                &count_text,
-                "--interval",
-                INTERVAL,
-            ],
-        )?;
+        let report = lab.client_rtt(count as u64, INTERVAL, false)?;
         let model_stdev = lab
             .shaper_seed("router-server", "server")
             .and_then(|seed| replay_stdev(distribution, seed, report.sent));

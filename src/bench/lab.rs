@@ -3,6 +3,7 @@
 
 use super::BenchOptions;
 use crate::lab::{self, sys, Error, LabState, Result, UpOptions};
+use crate::probe::RttReport;
 use crate::topology::{self, LoadOptions, Topology};
 use netem::daemon::Response;
 use serde::de::DeserializeOwned;
@@ -164,6 +165,26 @@ impl BenchLab {
             .output()
             .map_err(|e| Error(format!("cannot run ip netns exec: {e}")))?;
         parse_report(args, output)
+    }
+
+    /// `probe rtt` from the client to the server's echo port: `count` pings, one per
+    /// `interval` (tc time), with every sample if `samples`.
+    pub fn client_rtt(&self, count: u64, interval: &str, samples: bool) -> Result<RttReport> {
+        let target = format!("server:{PORT}");
+        let count = count.to_string();
+        let mut args = vec![
+            "rtt",
+            "--target",
+            &target,
+            "--count",
+            &count,
+            "--interval",
+            interval,
+        ];
+        if samples {
+            args.push("--samples");
+        }
+        self.probe("client", &args)
     }
 
     /// Starts `probe ARGS` in `node`; `finish` collects its report.
