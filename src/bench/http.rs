@@ -194,7 +194,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             format!(
                 "Objects: segment 0 of a 2 s video at 400 kbit/s (100 000 bytes) and 2 Mbit/s \
                  (500 000 bytes). nginx serves them as static files ({}); `ucs` serves \
-                 synthetic payloads generated while sent, or (media_dir rows) the same files.",
+                 synthetic payloads generated once and kept in memory, or (media_dir rows) the same files, also kept in memory once read.",
                 "sendfile, tcp_nopush, open_file_cache, access_log off, keepalive_requests 1000000"
             ),
             "302 row: nginx `return 302 http://127.0.0.1:PORT$request_uri;` against `urr` with \

@@ -1,14 +1,16 @@
 //! The content servers: the upstream origin (uCS) and the downstream edge (dCS).
 //!
 //! Both serve chunks at their canonical paths (`crate::cdn::paths`), either synthetic — the exact
-//! size `bitrate × duration / 8`, generated while sent — or real files from a media directory:
+//! size `bitrate × duration / 8`, generated once and kept in a bounded cache (`segment_cache`;
+//! chunks too large for it are generated while sent) — or real files from a media directory:
 //!
 //! ```text
 //! MEDIA_DIR/VIDEO/Q/seg-NNNNN.ts     (or .m4s for fmp4 videos; NNNNN is the 0-based index,
 //! MEDIA_DIR/VIDEO/Q/init.mp4          zero-padded to 5 digits)  init segment of fmp4 videos
 //! ```
 //!
-//! i.e. the request path below the directory. Only paths `parse_path` accepts and the video
+//! i.e. the request path below the directory; files of up to 16 MiB are kept in the same cache
+//! once read (a file changed since is read again: its length or modification time differs). Only paths `parse_path` accepts and the video
 //! configuration knows are mapped to files (no `..`, no `%`, no unknown names), so a request
 //! cannot name anything outside these files. Manifests are never read from disk: the uCS
 //! generates them from its video configuration (give `codecs` for real media), with chunk URLs
@@ -29,6 +31,7 @@ use super::body::Body;
 use super::exchange::Assignment;
 use super::http::{self, refuse_method, respond, target, Entity};
 use super::origin::{FetchError, OriginCache};
+use super::segment_cache::SegmentCache;
 use crate::cdn::hashing::hash64;
 use crate::cdn::{
     parse_path, place, render, Assign, BaseUrl, ChunkLocations, Container, Item, Kind, Offload,
@@ -57,6 +60,8 @@ impl Source {
 pub struct ContentServer {
     source: Source,
     role: Role,
+    /// Synthetic chunks already generated, sent again as slices without copying.
+    segments: SegmentCache,
 }
 
 enum Role {
@@ -90,6 +95,7 @@ impl ContentServer {
         }
         Ok(ContentServer {
             source,
+            segments: SegmentCache::default(),
             role: Role::Origin {
                 table,
                 routers: Routers {
@@ -112,6 +118,7 @@ impl ContentServer {
             .transpose()?;
         Ok(ContentServer {
             source,
+            segments: SegmentCache::default(),
             role: Role::Edge { assignment, origin },
         })
     }
@@ -217,13 +224,35 @@ impl ContentServer {
                     etag: format!("\"{}/{}/{label}/{len}\"", video.name(), q.id),
                     content_type,
                 };
-                respond(method, headers, &entity, |offset, length| {
-                    Body::synthetic(payload, offset, length)
-                })
+                let cached = self.segments.get_or_make(&entity.etag, len, |n| {
+                    let mut bytes = vec![0u8; n];
+                    payload.fill(0, &mut bytes);
+                    bytes.into()
+                });
+                match cached {
+                    Some(bytes) => respond(method, headers, &entity, |offset, length| {
+                        Body::bytes(bytes.slice(offset as usize..(offset + length) as usize))
+                    }),
+                    None => respond(method, headers, &entity, |offset, length| {
+                        Body::synthetic(payload, offset, length)
+                    }),
+                }
             }
             Source::MediaDir(dir) => {
                 let path = request.path();
                 let file_path = dir.join(path.trim_start_matches('/'));
+                if let Some(response) = serve_file_cached(
+                    method,
+                    headers,
+                    &self.segments,
+                    &file_path,
+                    &path,
+                    content_type,
+                )
+                .await
+                {
+                    return response;
+                }
                 serve_file(method, headers, file_path, &path, content_type).await
             }
         }
@@ -264,6 +293,54 @@ pub fn serve_manifest(
     })
 }
 
+/// The ETag of a file: its length and modification time.
+fn file_etag(metadata: &std::fs::Metadata) -> String {
+    let modified = metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("\"f-{:x}-{modified:x}\"", metadata.len())
+}
+
+/// A media file from `cache`, read whole into it on a miss; `None` when the file is missing,
+/// unreadable, too large to keep or changing, for `serve_file` to stream it (or answer why not).
+async fn serve_file_cached(
+    method: &Method,
+    headers: &HeaderMap,
+    cache: &SegmentCache,
+    file_path: &std::path::Path,
+    path: &str,
+    content_type: &'static str,
+) -> Option<Response<Body>> {
+    // A stat of a hot file takes microseconds, so it is done right here: a hop to the blocking
+    // pool per request (what tokio::fs does) cost more than serving the bytes.
+    let metadata = std::fs::metadata(file_path).ok().filter(|m| m.is_file())?;
+    let entity = Entity {
+        len: metadata.len(),
+        etag: file_etag(&metadata),
+        content_type,
+    };
+    let key = format!("{path} {}", entity.etag);
+    let bytes = match cache.get(&key) {
+        Some(bytes) => bytes,
+        None => {
+            cache.admits(metadata.len())?;
+            let read = tokio::fs::read(file_path).await.ok()?;
+            // A different length means the file changed since the stat: never keep bytes under
+            // an ETag that does not name them.
+            if read.len() as u64 != metadata.len() {
+                return None;
+            }
+            cache.insert(&key, read.into())
+        }
+    };
+    Some(respond(method, headers, &entity, |offset, length| {
+        Body::bytes(bytes.slice(offset as usize..(offset + length) as usize))
+    }))
+}
+
+/// A media file streamed from disk.
 async fn serve_file(
     method: &Method,
     headers: &HeaderMap,
@@ -298,14 +375,9 @@ async fn serve_file(
             );
         }
     };
-    let modified = metadata
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
     let entity = Entity {
         len: metadata.len(),
-        etag: format!("\"f-{:x}-{modified:x}\"", metadata.len()),
+        etag: file_etag(&metadata),
         content_type,
     };
     respond(method, headers, &entity, |offset, length| {

@@ -26,6 +26,7 @@ pub mod http;
 mod origin;
 pub mod request_router;
 pub mod run;
+pub mod segment_cache;
 pub mod server;
 
 #[cfg(test)]

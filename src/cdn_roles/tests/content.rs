@@ -6,10 +6,13 @@ use std::sync::Arc;
 use hyper::{Method, StatusCode};
 use tokio::sync::watch;
 
+use http_body_util::BodyExt;
+
 use super::{read, request, video, Answer, TempDir};
 use crate::cdn::{parse_path, place, BaseUrl, Offload, Payload, Popularity};
 use crate::cdn_roles::content_server::{ContentServer, Source};
 use crate::cdn_roles::exchange::{build_locations, Assignment, OffloadRequest, OffloadedVideo};
+use crate::cdn_roles::Body;
 
 fn url(text: &str) -> BaseUrl {
     BaseUrl::parse(text).expect("test URL")
@@ -68,6 +71,46 @@ async fn synthetic_range_matches_the_whole() {
     let cached = get(&server, "/v/500k/seg-00001.ts", &[("if-none-match", &etag)]).await;
     assert_eq!(cached.status, StatusCode::NOT_MODIFIED);
     assert!(cached.body.is_empty());
+}
+
+/// Cached chunks (every synthetic chunk this small) are sent as slices of one generated copy;
+/// chunks too large for the cache are generated while sent. Both give `Payload::fill`'s bytes.
+#[tokio::test]
+async fn cached_and_streamed_ranges_are_the_same_bytes() {
+    let server = origin(Source::Synthetic);
+    let v = video("v", 5);
+    let payload = Payload::new(&v, &v.qualities()[2], 4);
+    let streamed = Body::synthetic(payload, 123_457, 200_003)
+        .collect()
+        .await
+        .expect("synthetic body")
+        .to_bytes();
+    assert_eq!(streamed.len(), 200_003);
+    assert_eq!(
+        &streamed[..],
+        &expected_bytes(2, 4, 500_000)[123_457..323_460]
+    );
+    // First as a range of a chunk not yet cached, then again from the cache after a whole GET.
+    for _ in 0..2 {
+        let a = get(
+            &server,
+            "/v/2000k/seg-00004.ts",
+            &[("range", "bytes=123457-323459")],
+        )
+        .await;
+        assert_eq!(a.status, StatusCode::PARTIAL_CONTENT);
+        assert_eq!(a.content_length(), Some(200_003));
+        assert_eq!(a.body, streamed);
+        let whole = get(&server, "/v/2000k/seg-00004.ts", &[]).await;
+        assert_eq!(&whole.body[123_457..323_460], &streamed[..]);
+    }
+    let past = get(
+        &server,
+        "/v/2000k/seg-00004.ts",
+        &[("range", "bytes=500000-")],
+    )
+    .await;
+    assert_eq!(past.status, StatusCode::RANGE_NOT_SATISFIABLE);
 }
 
 #[tokio::test]
@@ -172,6 +215,24 @@ async fn media_files_are_served_with_ranges() {
         get(&server, "/v/500k/seg-00001.ts", &[]).await.status,
         StatusCode::NOT_FOUND
     );
+}
+
+#[tokio::test]
+async fn a_changed_media_file_is_served_anew() {
+    let dir = media();
+    let server = origin(Source::MediaDir(dir.0.join("media")));
+    let file = dir.0.join("media/v/500k/seg-00002.ts");
+    let before = get(&server, "/v/500k/seg-00002.ts", &[]).await;
+    assert_eq!(&before.body[..], b"0123456789abcdef");
+    std::fs::write(&file, b"changed").unwrap();
+    let after = get(&server, "/v/500k/seg-00002.ts", &[("range", "bytes=2-")]).await;
+    assert_eq!(after.status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(&after.body[..], b"anged");
+    assert_eq!(after.header("content-range"), Some("bytes 2-6/7"));
+    assert_ne!(after.header("etag"), before.header("etag"));
+    std::fs::remove_file(&file).unwrap();
+    let gone = get(&server, "/v/500k/seg-00002.ts", &[]).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

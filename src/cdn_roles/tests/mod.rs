@@ -6,6 +6,7 @@ mod content;
 mod exchange;
 mod http;
 mod loopback;
+mod segment_cache;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};

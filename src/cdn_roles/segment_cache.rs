@@ -1,0 +1,119 @@
+//! A bounded in-memory copy of the chunks a content server has served.
+//!
+//! Synthetic payloads are deterministic, so a chunk generated once can be sent again and again
+//! as slices of one immutable `Bytes`: no byte generation and no fresh buffers per response
+//! (generating and zero-filling them was most of a content server's CPU under load). Media files
+//! are kept likewise, so hot segments skip the blocking pool's per-read thread hops. Entries are
+//! keyed by what names exactly their bytes: a synthetic chunk's strong ETag, a file's path with
+//! its length and modification time (a changed file is a new key; its old copy ages out). The cache
+//! holds at most `budget` bytes; when a new chunk does not fit, the oldest entries go first
+//! (FIFO: simple, and a lab's hot chunks are requested again soon after they are evicted
+//! anyway). Chunks above `max_entry` are never kept: the caller streams those as before, so one
+//! huge chunk never stalls a runtime thread while it is generated whole.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use bytes::Bytes;
+
+/// The default bound on cached bytes per content server: the whole catalogue of a typical lab
+/// (hundreds of chunks of ≤ 1 MB) fits, and a lab of a dozen servers still fits in a few GiB.
+pub const DEFAULT_BUDGET: usize = 256 * 1024 * 1024;
+/// The largest chunk cached: generating it takes a few milliseconds on the calling thread.
+pub const DEFAULT_MAX_ENTRY: usize = 16 * 1024 * 1024;
+
+pub struct SegmentCache {
+    budget: usize,
+    max_entry: usize,
+    /// Held only to look up or insert, never while generating.
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    entries: HashMap<String, Bytes>,
+    /// Insertion order, for eviction.
+    order: VecDeque<String>,
+    used: usize,
+}
+
+impl Default for SegmentCache {
+    fn default() -> SegmentCache {
+        SegmentCache::new(DEFAULT_BUDGET, DEFAULT_MAX_ENTRY)
+    }
+}
+
+impl SegmentCache {
+    /// At most `budget` bytes in all, and no entry above `max_entry` (nor above `budget`).
+    pub fn new(budget: usize, max_entry: usize) -> SegmentCache {
+        SegmentCache {
+            budget,
+            max_entry: max_entry.min(budget),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The `len` bytes named by `key`, made by `make` on a miss and kept; `None` (and `make` not
+    /// called) when `len` is above the entry bound. Concurrent misses for one key may both
+    /// call `make`: the bytes are deterministic, so whichever copy is kept is right.
+    pub fn get_or_make(
+        &self,
+        key: &str,
+        len: u64,
+        make: impl FnOnce(usize) -> Bytes,
+    ) -> Option<Bytes> {
+        let len = self.admits(len)?;
+        if let Some(bytes) = self.get(key) {
+            return Some(bytes);
+        }
+        Some(self.insert(key, make(len)))
+    }
+
+    /// `len` as a usize when an entry of `len` bytes may be kept.
+    pub fn admits(&self, len: u64) -> Option<usize> {
+        usize::try_from(len).ok().filter(|&n| n <= self.max_entry)
+    }
+
+    /// The bytes kept under `key`.
+    pub fn get(&self, key: &str) -> Option<Bytes> {
+        self.lock().entries.get(key).cloned()
+    }
+
+    /// Keeps `bytes` under `key`, evicting the oldest entries to make room, and returns what is
+    /// kept there (the earlier copy if another caller inserted one first). Bytes above the
+    /// entry bound are returned without being kept.
+    pub fn insert(&self, key: &str, bytes: Bytes) -> Bytes {
+        if bytes.len() > self.max_entry {
+            return bytes;
+        }
+        let mut state = self.lock();
+        if let Some(kept) = state.entries.get(key) {
+            return kept.clone();
+        }
+        while state.used + bytes.len() > self.budget {
+            let Some(oldest) = state.order.pop_front() else {
+                break;
+            };
+            if let Some(gone) = state.entries.remove(&oldest) {
+                state.used -= gone.len();
+            }
+        }
+        state.used += bytes.len();
+        state.order.push_back(key.to_string());
+        state.entries.insert(key.to_string(), bytes.clone());
+        bytes
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> usize {
+        self.lock().used
+    }
+
+    /// A poisoned lock only means another thread panicked between two consistent states (every
+    /// update above completes before its guard drops), so its data is still usable.
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

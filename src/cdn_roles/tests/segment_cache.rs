@@ -1,0 +1,63 @@
+//! The synthetic-chunk cache: hits without remaking, its byte bound, and oversized chunks.
+
+use std::cell::Cell;
+
+use bytes::Bytes;
+
+use crate::cdn_roles::segment_cache::SegmentCache;
+
+/// A maker that counts its calls and fills `n` bytes of `byte`.
+fn maker(calls: &Cell<usize>, byte: u8) -> impl FnOnce(usize) -> Bytes + '_ {
+    move |n| {
+        calls.set(calls.get() + 1);
+        Bytes::from(vec![byte; n])
+    }
+}
+
+#[test]
+fn a_hit_returns_the_kept_bytes_without_making_them_again() {
+    let cache = SegmentCache::new(1000, 1000);
+    let calls = Cell::new(0);
+    let first = cache.get_or_make("a", 10, maker(&calls, 1)).expect("fits");
+    let second = cache.get_or_make("a", 10, maker(&calls, 2)).expect("fits");
+    assert_eq!(calls.get(), 1);
+    assert_eq!(&first[..], &[1; 10]);
+    assert_eq!(&second[..], &[1; 10]);
+    // The same allocation, not a copy.
+    assert_eq!(first.as_ptr(), second.as_ptr());
+    assert_eq!(cache.used(), 10);
+}
+
+#[test]
+fn the_oldest_entries_go_when_the_budget_is_full() {
+    let cache = SegmentCache::new(100, 100);
+    let calls = Cell::new(0);
+    cache.get_or_make("a", 40, maker(&calls, 1));
+    cache.get_or_make("b", 40, maker(&calls, 2));
+    assert_eq!(cache.used(), 80);
+    cache.get_or_make("c", 40, maker(&calls, 3));
+    assert_eq!(cache.used(), 80, "a was evicted to make room for c");
+    assert_eq!(calls.get(), 3);
+    // b and c are still held; a is made again (evicting b, now the oldest).
+    cache.get_or_make("b", 40, maker(&calls, 9));
+    cache.get_or_make("c", 40, maker(&calls, 9));
+    assert_eq!(calls.get(), 3);
+    let a = cache.get_or_make("a", 40, maker(&calls, 4)).expect("fits");
+    assert_eq!(calls.get(), 4);
+    assert_eq!(&a[..], &[4; 40]);
+    assert!(cache.used() <= 100);
+}
+
+#[test]
+fn chunks_above_the_entry_bound_are_not_made_or_kept() {
+    let cache = SegmentCache::new(100, 50);
+    let calls = Cell::new(0);
+    assert!(cache.get_or_make("big", 51, maker(&calls, 1)).is_none());
+    assert_eq!(calls.get(), 0);
+    assert_eq!(cache.used(), 0);
+    // The entry bound never exceeds the budget.
+    let small = SegmentCache::new(30, 50);
+    assert!(small.get_or_make("x", 31, maker(&calls, 1)).is_none());
+    assert!(small.get_or_make("x", 30, maker(&calls, 1)).is_some());
+    assert_eq!(small.used(), 30);
+}
