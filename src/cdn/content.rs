@@ -393,3 +393,41 @@ impl Catalog {
         Ok((video, video.item(&request.kind)?))
     }
 }
+
+/// The HAS-over-CDNI paper's ladder: 500 kbit/s, 1 and 2 Mbit/s.
+pub const PAPER_BITRATES: [u64; 3] = [500_000, 1_000_000, 2_000_000];
+/// The paper's chunk duration, in seconds.
+pub const PAPER_SEGMENT_S: f64 = 2.0;
+
+/// A quality named after its bitrate: `500k` for 500 kbit/s, `1000k` for 1 Mbit/s, the bare
+/// bit/s where it is not a whole kbit/s.
+pub fn quality_for_bitrate(bitrate_bps: u64) -> Quality {
+    let id = if bitrate_bps.is_multiple_of(1000) {
+        format!("{}k", bitrate_bps / 1000)
+    } else {
+        bitrate_bps.to_string()
+    };
+    Quality {
+        id,
+        bitrate_bps,
+        codecs: None,
+    }
+}
+
+/// The paper's content: `segments` chunks of 2 s at its three bitrates.
+pub fn paper_video(
+    name: &str,
+    segments: usize,
+    container: Container,
+) -> Result<Video, ContentError> {
+    Video::new(VideoSpec {
+        name: name.to_string(),
+        segment_duration_s: PAPER_SEGMENT_S,
+        qualities: PAPER_BITRATES
+            .iter()
+            .map(|&b| quality_for_bitrate(b))
+            .collect(),
+        segments,
+        container,
+    })
+}

@@ -32,7 +32,8 @@ mod tests;
 
 pub use assign::{assign, Assign, AssignError};
 pub use content::{
-    segment_size, Catalog, Container, ContentError, Item, LookupError, Quality, Video, VideoSpec,
+    paper_video, quality_for_bitrate, segment_size, Catalog, Container, ContentError, Item,
+    LookupError, Quality, Video, VideoSpec, PAPER_BITRATES, PAPER_SEGMENT_S,
 };
 pub use hashing::{HashRing, HashRingError, DEFAULT_VNODES};
 pub use locations::{Cdn, ChunkLocations, Location, LocationError, VideoLocations};

@@ -46,7 +46,10 @@ use std::time::Duration;
 use netem::units::parse_rate_bps;
 use toml::{Table, Value};
 
-use crate::cdn::{Assign, BaseUrl, Container, Offload, Quality, Video, VideoSpec, DEFAULT_VNODES};
+use crate::cdn::{
+    paper_video, quality_for_bitrate, Assign, BaseUrl, Container, Offload, Quality, Video,
+    VideoSpec, DEFAULT_VNODES, PAPER_BITRATES, PAPER_SEGMENT_S,
+};
 use crate::role_config::Keys;
 
 /// HTTP port when none is configured.
@@ -449,10 +452,6 @@ fn offload(keys: &Keys, key: &str) -> Result<Offload, String> {
 pub const DEFAULT_VIDEO: &str = "video";
 /// Its length: the paper's 100 chunks of 2 s.
 pub const DEFAULT_SEGMENTS: usize = 100;
-/// The paper's ladder: 500 kbit/s, 1 and 2 Mbit/s.
-const PAPER_BITRATES: [u64; 3] = [500_000, 1_000_000, 2_000_000];
-/// The paper's chunk duration.
-const PAPER_SEGMENT_S: f64 = 2.0;
 
 const VIDEO_KEYS: &[&str] = &[
     "name",
@@ -466,7 +465,12 @@ const QUALITY_KEYS: &[&str] = &["id", "bitrate", "codecs"];
 /// `videos`: an array of video tables; the paper's video when absent.
 fn videos(keys: &Keys, key: &str) -> Result<Vec<Video>, String> {
     match keys.value(key) {
-        None => Ok(vec![paper_video(DEFAULT_VIDEO, DEFAULT_SEGMENTS)?]),
+        None => Ok(vec![paper_video(
+            DEFAULT_VIDEO,
+            DEFAULT_SEGMENTS,
+            Container::Ts,
+        )
+        .map_err(|e| e.to_string())?]),
         Some(Value::Array(items)) if !items.is_empty() => items
             .iter()
             .enumerate()
@@ -488,32 +492,6 @@ fn videos(keys: &Keys, key: &str) -> Result<Vec<Video>, String> {
     }
 }
 
-fn paper_video(name: &str, segments: usize) -> Result<Video, String> {
-    Video::new(VideoSpec {
-        name: name.to_string(),
-        segment_duration_s: PAPER_SEGMENT_S,
-        qualities: PAPER_BITRATES.iter().map(|&b| quality_for(b)).collect(),
-        segments,
-        container: Container::Ts,
-    })
-    .map_err(|e| e.to_string())
-}
-
-/// A quality named after its bitrate: `500k` for 500 kbit/s, `1000k` for 1 Mbit/s (the ids
-/// `crate::cdn`'s tests and the paper's ladder use), the bare bit/s otherwise.
-fn quality_for(bitrate_bps: u64) -> Quality {
-    let id = if bitrate_bps.is_multiple_of(1000) {
-        format!("{}k", bitrate_bps / 1000)
-    } else {
-        bitrate_bps.to_string()
-    };
-    Quality {
-        id,
-        bitrate_bps,
-        codecs: None,
-    }
-}
-
 /// One `videos` entry: `name` (default `video`), `segments` (100), `segment_duration` (`2s`),
 /// `qualities` (the paper's ladder; each a rate string such as `"500kbit"`, or a table
 /// `{ id, bitrate, codecs }`), `container` (`ts` or `fmp4`).
@@ -525,7 +503,10 @@ fn video(keys: &Keys) -> Result<Video, String> {
         Some(d) => d.as_secs_f64(),
     };
     let qualities = match keys.value("qualities") {
-        None => PAPER_BITRATES.iter().map(|&b| quality_for(b)).collect(),
+        None => PAPER_BITRATES
+            .iter()
+            .map(|&b| quality_for_bitrate(b))
+            .collect(),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
@@ -556,7 +537,7 @@ fn video(keys: &Keys) -> Result<Video, String> {
 fn quality(keys: &Keys, index: usize, item: &Value) -> Result<Quality, String> {
     let key = format!("qualities[{index}]");
     match item {
-        Value::String(text) => Ok(quality_for(
+        Value::String(text) => Ok(quality_for_bitrate(
             parse_rate_bps(text).or_else(|e| keys.fail(&key, e))?,
         )),
         Value::Table(table) => {
@@ -566,7 +547,7 @@ fn quality(keys: &Keys, index: usize, item: &Value) -> Result<Quality, String> {
                 return inner.fail("bitrate", "missing (e.g. \"500kbit\")");
             };
             let bitrate_bps = parse_rate_bps(bitrate).or_else(|e| inner.fail("bitrate", e))?;
-            let default = quality_for(bitrate_bps);
+            let default = quality_for_bitrate(bitrate_bps);
             Ok(Quality {
                 id: inner.string("id")?.map_or(default.id, str::to_string),
                 bitrate_bps,

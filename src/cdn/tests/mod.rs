@@ -11,8 +11,8 @@ mod routing;
 mod url;
 
 use super::{
-    place, Assign, BaseUrl, ChunkLocations, Container, Offload, Popularity, Quality, Routers,
-    Video, VideoSpec, DEFAULT_VNODES,
+    place, Assign, BaseUrl, ChunkLocations, Container, Offload, Popularity, Routers, Video,
+    DEFAULT_VNODES,
 };
 
 fn url(text: &str) -> BaseUrl {
@@ -21,23 +21,7 @@ fn url(text: &str) -> BaseUrl {
 
 /// The paper's ladder: 500 kbit/s, 1 and 2 Mbit/s, 2-second chunks.
 fn video(name: &str, segments: usize, container: Container) -> Video {
-    let quality = |id: &str, bitrate_bps| Quality {
-        id: id.into(),
-        bitrate_bps,
-        codecs: None,
-    };
-    Video::new(VideoSpec {
-        name: name.into(),
-        segment_duration_s: 2.0,
-        qualities: vec![
-            quality("500k", 500_000),
-            quality("1000k", 1_000_000),
-            quality("2000k", 2_000_000),
-        ],
-        segments,
-        container,
-    })
-    .expect("test video")
+    super::paper_video(name, segments, container).expect("test video")
 }
 
 fn routers() -> Routers {

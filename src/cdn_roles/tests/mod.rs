@@ -17,27 +17,11 @@ use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::body::Body;
-use crate::cdn::{Container, Quality, Video, VideoSpec};
+use crate::cdn::{Container, Video};
 
 /// The paper's ladder, 2-second chunks: segments of 125 000, 250 000 and 500 000 bytes.
 fn video(name: &str, segments: usize) -> Video {
-    let quality = |id: &str, bitrate_bps| Quality {
-        id: id.into(),
-        bitrate_bps,
-        codecs: None,
-    };
-    Video::new(VideoSpec {
-        name: name.into(),
-        segment_duration_s: 2.0,
-        qualities: vec![
-            quality("500k", 500_000),
-            quality("1000k", 1_000_000),
-            quality("2000k", 2_000_000),
-        ],
-        segments,
-        container: Container::Ts,
-    })
-    .expect("test video")
+    crate::cdn::paper_video(name, segments, Container::Ts).expect("test video")
 }
 
 fn request(method: Method, target: &str, headers: &[(&str, &str)]) -> Request<()> {
