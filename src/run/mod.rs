@@ -1,6 +1,7 @@
 //! `cdnlab run`: bring a lab up, start its clients, play its timeline, collect every client's
 //! results, tear the lab down, and write the run directory.
 
+pub mod segments_plot;
 pub mod summary;
 
 use crate::lab::{self, control, events, interrupt, process, LabState};
@@ -53,6 +54,13 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<serde_json::V
         "clients": clients,
     });
     write_json(&out.join("summary.json"), &summary)?;
+    let clients: Vec<String> = summary["clients"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["node"].as_str().map(String::from))
+        .collect();
+    segments_plot::plot(out, &clients).map_err(lab::Error)?;
     Ok(summary)
 }
 
