@@ -9,10 +9,10 @@
 
 use std::fmt;
 
-use super::content::LookupError;
-use super::locations::{Cdn, ChunkLocations};
+use super::content::{Item, LookupError};
+use super::locations::{Cdn, ChunkLocations, VideoLocations};
 use super::manifest::{render, Manifest};
-use super::paths::{parse_path, PathError};
+use super::paths::{parse_path, PathError, Request};
 use super::url::BaseUrl;
 
 /// The two request routers' origins, which manifests and redirects point at.
@@ -55,15 +55,24 @@ impl fmt::Display for NotFound {
     }
 }
 
+/// Both routers' first step: the request `target` names, with its video's locations and the
+/// item it asks for — or the 400/404 to answer instead.
+fn locate<'t, 'l>(
+    target: &'t str,
+    locations: &'l ChunkLocations,
+) -> Result<(Request<'t>, &'l VideoLocations, Item), Decision> {
+    let request = parse_path(target).map_err(Decision::BadRequest)?;
+    let (video, item) = locations
+        .resolve(&request)
+        .map_err(|e| Decision::NotFound(NotFound::Lookup(e)))?;
+    Ok((request, video, item))
+}
+
 /// The uRR's answer to a request for `target` (path and optional query).
 pub fn route_urr(target: &str, locations: &ChunkLocations, routers: &Routers) -> Decision {
-    let request = match parse_path(target) {
-        Ok(request) => request,
-        Err(e) => return Decision::BadRequest(e),
-    };
-    let (video, item) = match locations.resolve(&request) {
+    let (request, video, item) = match locate(target, locations) {
         Ok(found) => found,
-        Err(e) => return Decision::NotFound(NotFound::Lookup(e)),
+        Err(decision) => return decision,
     };
     let Some(location) = video.location_of(item) else {
         return match render(&request, locations, routers) {
@@ -82,13 +91,9 @@ pub fn route_urr(target: &str, locations: &ChunkLocations, routers: &Routers) ->
 
 /// The dRR's answer to a request for `target` (path and optional query).
 pub fn route_drr(target: &str, locations: &ChunkLocations) -> Decision {
-    let request = match parse_path(target) {
-        Ok(request) => request,
-        Err(e) => return Decision::BadRequest(e),
-    };
-    let (video, item) = match locations.resolve(&request) {
+    let (request, video, item) = match locate(target, locations) {
         Ok(found) => found,
-        Err(e) => return Decision::NotFound(NotFound::Lookup(e)),
+        Err(decision) => return decision,
     };
     match video.location_of(item) {
         None => Decision::NotFound(NotFound::NotRoutedHere),
