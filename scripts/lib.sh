@@ -10,3 +10,36 @@ cdnlab_bin() {
   echo "cdnlab is not built: run cargo build --release (or set CDNLAB)" >&2
   exit 1
 }
+
+# The running containers on compose network NET: of project $COMPOSE_PROJECT_NAME when set,
+# else of the only project that has such a network.
+compose_containers() {
+  local net=$1 ids
+  local filter=(--filter "label=com.docker.compose.network=$net")
+  if [[ -n ${COMPOSE_PROJECT_NAME:-} ]]; then
+    filter+=(--filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME")
+  fi
+  mapfile -t ids < <(docker network ls -q "${filter[@]}")
+  if [[ ${#ids[@]} -eq 0 ]]; then
+    echo "no compose network \`$net\`${COMPOSE_PROJECT_NAME:+ in project $COMPOSE_PROJECT_NAME} (is the testbed up?)" >&2
+    return 1
+  fi
+  if [[ ${#ids[@]} -gt 1 ]]; then
+    echo "several compose projects have a network \`$net\`: set COMPOSE_PROJECT_NAME to one" >&2
+    return 1
+  fi
+  docker network inspect -f '{{range .Containers}}{{.Name}} {{end}}' "${ids[0]}"
+}
+
+# Changes compose network NET in every container on it (each applies its side), e.g.
+# `compose_link_set internet --delay 200ms`.
+compose_link_set() {
+  local net=$1 containers c
+  shift
+  containers=$(compose_containers "$net") || exit 1
+  [[ -n $containers ]] || { echo "no running container is on network \`$net\`" >&2; exit 1; }
+  for c in $containers; do
+    printf '%s: ' "$c"
+    docker exec "$c" cdnlab container link set "$net" "$@"
+  done
+}

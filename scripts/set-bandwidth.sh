@@ -4,6 +4,7 @@ set -euo pipefail
 usage() {
   cat <<'TXT'
 usage: scripts/set-bandwidth.sh LAB NODE_A NODE_B RATE [-- extra `cdnlab link set` flags]
+       scripts/set-bandwidth.sh --compose NETWORK RATE [-- extra flags]
 
 Sets the rate (tc units: 5mbit, 100mbit, 1gbit; `unlimited` removes the limit) of the link
 between NODE_A and NODE_B in lab LAB, both directions, while the lab runs. Flags after `--` pass
@@ -12,14 +13,27 @@ through, e.g. `-- --from NODE_A --limit 200`.
   scripts/set-bandwidth.sh chain client router 5mbit
   scripts/set-bandwidth.sh chain client router 1mbit -- --from client
 
+With --compose, changes network NETWORK of the docker-compose testbed (docker-compose.yml) in
+every running container on it. Set COMPOSE_PROJECT_NAME when several compose projects are up.
+
+  scripts/set-bandwidth.sh --compose access-direct-rr 1mbit
+
 CDNLAB names the cdnlab binary (default: cdnlab on PATH, else target/release or target/debug).
 TXT
 }
 [[ ${1:-} == -h || ${1:-} == --help ]] && { usage; exit 0; }
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+if [[ ${1:-} == --compose ]]; then
+  [[ $# -ge 3 ]] || { usage >&2; exit 2; }
+  net=$2 rate=$3
+  shift 3
+  [[ ${1:-} == -- ]] && shift
+  compose_link_set "$net" --rate "$rate" "$@"
+  exit
+fi
 [[ $# -ge 4 ]] || { usage >&2; exit 2; }
 lab=$1 a=$2 b=$3 rate=$4
 shift 4
 [[ ${1:-} == -- ]] && shift
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/lib.sh"
 exec "$(cdnlab_bin)" link set --lab "$lab" "$a" "$b" --rate "$rate" "$@"

@@ -4,6 +4,7 @@ set -euo pipefail
 usage() {
   cat <<'TXT'
 usage: scripts/set-delay.sh LAB NODE_A NODE_B DELAY [JITTER] [-- extra `cdnlab link set` flags]
+       scripts/set-delay.sh --compose NETWORK DELAY [JITTER] [-- extra flags]
 
 Sets the one-way delay (tc units: 50ms, 1.5s, 500us) of the link between NODE_A and NODE_B in
 lab LAB, both directions, while the lab runs. JITTER (optional) sets the delay variation too.
@@ -12,16 +13,31 @@ Flags after `--` pass through, e.g. `-- --from NODE_A` to change one direction o
   scripts/set-delay.sh chain router server 200ms
   scripts/set-delay.sh chain router server 80ms 5ms -- --from server
 
+With --compose, changes network NETWORK of the docker-compose testbed (docker-compose.yml):
+every running container on it, so a packet crossing it gets the new delay once. Set
+COMPOSE_PROJECT_NAME when several compose projects are up.
+
+  scripts/set-delay.sh --compose internet 200ms
+
 CDNLAB names the cdnlab binary (default: cdnlab on PATH, else target/release or target/debug).
 TXT
 }
 [[ ${1:-} == -h || ${1:-} == --help ]] && { usage; exit 0; }
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+if [[ ${1:-} == --compose ]]; then
+  [[ $# -ge 3 ]] || { usage >&2; exit 2; }
+  net=$2 args=(--delay "$3")
+  shift 3
+  if [[ $# -gt 0 && $1 != -- ]]; then args+=(--jitter "$1"); shift; fi
+  [[ ${1:-} == -- ]] && shift
+  compose_link_set "$net" "${args[@]}" "$@"
+  exit
+fi
 [[ $# -ge 4 ]] || { usage >&2; exit 2; }
 lab=$1 a=$2 b=$3 delay=$4
 shift 4
 args=(--delay "$delay")
 if [[ $# -gt 0 && $1 != -- ]]; then args+=(--jitter "$1"); shift; fi
 [[ ${1:-} == -- ]] && shift
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/lib.sh"
 exec "$(cdnlab_bin)" link set --lab "$lab" "$a" "$b" "${args[@]}" "$@"

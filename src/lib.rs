@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cdn;
 pub mod cdn_roles;
 pub mod cli;
+pub mod container;
 pub mod control;
 pub mod has;
 pub mod has_client;

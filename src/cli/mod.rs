@@ -1,5 +1,6 @@
 //! The `cdnlab` command: flags and dispatch; each verb's work lives in the library.
 
+mod container;
 mod link;
 mod status;
 
@@ -77,6 +78,10 @@ enum Verb {
     /// Run a topology once per combination of varied variables, several labs at once; write
     /// every client's results to sweep.csv, print tables and draw SVG plots.
     Sweep(Box<SweepArgs>),
+    /// Inside a testbed container (docker-compose.yml): its entrypoint, healthcheck, run-time
+    /// link changes and certificates.
+    #[command(subcommand)]
+    Container(container::ContainerVerb),
     /// Measure link fidelity (delay, rate, jitter, loss), the shaper's CPU and how fast a
     /// 100-node lab comes up and down; print markdown tables. Needs root. `http` (not in
     /// `all`) compares our content server and router with nginx on loopback (needs nginx, wrk).
@@ -237,6 +242,7 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
         Verb::Status { lab, json } => status::status(&resolve_lab(lab)?, json),
         Verb::Exec { lab, node, command } => exec(&resolve_lab(lab)?, &node, &command),
         Verb::Link(verb) => link::run(verb),
+        Verb::Container(verb) => container::run(verb),
         Verb::Down { lab } => {
             let lab = resolve_lab(lab)?;
             lab::down(&lab)?;

@@ -76,12 +76,22 @@ pub fn interface_on(topology: &Topology, node: usize, segment: usize) -> String 
 
 /// The iptables rule (after `-A`/`-D PREROUTING`) that queues a direction.
 fn queue_rule(direction: &Direction) -> String {
-    let matcher = if direction.queue_physdev {
-        format!("-m physdev --physdev-in {}", direction.queue_ifname)
+    ingress_queue_rule(
+        &direction.queue_ifname,
+        direction.queue_physdev,
+        direction.queue_num,
+    )
+}
+
+/// The raw-table PREROUTING rule that hands what arrives on `ifname` (a bridge port when
+/// `physdev`) to NFQUEUE `queue_num`.
+pub fn ingress_queue_rule(ifname: &str, physdev: bool, queue_num: u16) -> String {
+    let matcher = if physdev {
+        format!("-m physdev --physdev-in {ifname}")
     } else {
-        format!("-i {}", direction.queue_ifname)
+        format!("-i {ifname}")
     };
-    format!("{matcher} -j NFQUEUE --queue-num {}", direction.queue_num)
+    format!("{matcher} -j NFQUEUE --queue-num {queue_num}")
 }
 
 /// Installs the NFQUEUE rules of every impaired direction, one iptables-restore per namespace.
@@ -119,14 +129,55 @@ fn apply_qdisc(
     current: Option<&Impairments>,
     next: &Impairments,
 ) -> Result<()> {
-    let commands = netem::kernel::netem_apply_argvs(&direction.sender_ifname, current, next)
-        .map_err(|e| sys::Error(format!("{}: {e}", direction.sender_ifname)))?;
+    apply_netem(
+        Some(&direction.sender_netns),
+        &direction.sender_ifname,
+        current,
+        next,
+    )
+}
+
+/// Runs the tc commands that take `ifname`'s root qdisc from `current` (`None`: no netem
+/// yet) to `next`, in the named namespace (`None`: this process's own).
+pub fn apply_netem(
+    netns: Option<&str>,
+    ifname: &str,
+    current: Option<&Impairments>,
+    next: &Impairments,
+) -> Result<()> {
+    let commands = netem::kernel::netem_apply_argvs(ifname, current, next)
+        .map_err(|e| sys::Error(format!("{ifname}: {e}")))?;
     for argv in commands {
-        let mut full: Vec<&str> = vec!["tc", "-n", &direction.sender_netns];
+        let mut full: Vec<&str> = vec!["tc"];
+        if let Some(netns) = netns {
+            full.extend(["-n", netns]);
+        }
         full.extend(argv.iter().skip(1).map(String::as_str));
         sys::run(&full, None)?;
     }
     Ok(())
+}
+
+/// Adds or removes a queue rule when a direction goes from unimpaired to impaired or back
+/// (an unimpaired direction carries no rule), in the named namespace (`None`: our own).
+pub fn update_queue_rule(
+    netns: Option<&str>,
+    rule: &str,
+    old: &Impairments,
+    new: &Impairments,
+) -> Result<()> {
+    let op = match (old.is_none(), new.is_none()) {
+        (true, false) => "-A",
+        (false, true) => "-D",
+        _ => return Ok(()),
+    };
+    let mut argv: Vec<&str> = Vec::new();
+    if let Some(netns) = netns {
+        argv.extend(["ip", "netns", "exec", netns]);
+    }
+    argv.extend([IPTABLES, "-t", "raw", op, "PREROUTING"]);
+    argv.extend(rule.split(' '));
+    sys::run(&argv, None).map(|_| ())
 }
 
 /// Changes one direction's impairments in a running lab, without restarting anything.
@@ -141,27 +192,12 @@ pub fn set_direction(state: &mut LabState, index: usize, new: Impairments) -> Re
         Backend::Userspace => {
             let id = direction.id(&state.topology);
             super::shaper::set(state, &id, &new)?;
-            let rule = queue_rule(&direction);
-            let change = match (old.is_none(), new.is_none()) {
-                (true, false) => Some("-A"),
-                (false, true) => Some("-D"),
-                _ => None,
-            };
-            if let Some(op) = change {
-                let mut argv = vec![
-                    "ip",
-                    "netns",
-                    "exec",
-                    &direction.queue_netns,
-                    IPTABLES,
-                    "-t",
-                    "raw",
-                    op,
-                    "PREROUTING",
-                ];
-                argv.extend(rule.split(' '));
-                sys::run(&argv, None)?;
-            }
+            update_queue_rule(
+                Some(&direction.queue_netns),
+                &queue_rule(&direction),
+                old,
+                &new,
+            )?;
         }
     }
     state.directions[index].impairments = new;
@@ -170,14 +206,22 @@ pub fn set_direction(state: &mut LabState, index: usize, new: Impairments) -> Re
 
 /// Chooses the backend: `auto` takes the kernel's when `sch_netem` is there.
 pub fn choose_backend(requested: &str) -> Result<Backend> {
+    choose_backend_with(requested, netem::kernel::netem_available)
+}
+
+/// Chooses the backend, asking `netem_available` whether the kernel can run tc-netem.
+pub fn choose_backend_with(
+    requested: &str,
+    netem_available: impl FnOnce() -> bool,
+) -> Result<Backend> {
     match requested {
-        "auto" => Ok(if netem::kernel::netem_available() {
+        "auto" => Ok(if netem_available() {
             Backend::Kernel
         } else {
             Backend::Userspace
         }),
         "kernel" => {
-            if netem::kernel::netem_available() {
+            if netem_available() {
                 Ok(Backend::Kernel)
             } else {
                 err("--link-backend kernel: this kernel has no sch_netem (tc-netem); use --link-backend userspace or auto")

@@ -22,6 +22,15 @@ pub fn spawn_detached(argv: &[String], env: &[(String, String)], log: &Path) -> 
         .append(true)
         .open(log)
         .map_err(|e| Error(format!("{}: {e}", log.display())))?;
+    spawn_detached_to(argv, env, out)
+}
+
+/// Starts `argv` in a new session with stdout and stderr to `out`.
+pub fn spawn_detached_to(
+    argv: &[String],
+    env: &[(String, String)],
+    out: std::fs::File,
+) -> Result<Child> {
     let err_out = out.try_clone()?;
     let mut command = Command::new(&argv[0]);
     command

@@ -6,6 +6,8 @@ use super::state::{LabState, ProcessRecord};
 use super::sys::{self, err, Error, Result};
 use netem::daemon::{request, Request, Response};
 use netem::Impairments;
+use std::path::Path;
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// Writes the daemon's config and starts it; returns once its control socket answers.
@@ -28,8 +30,33 @@ pub fn start(state: &LabState, seed: u64) -> Result<ProcessRecord> {
         "control_socket": state.shaper_socket(),
         "queues": queues,
     });
-    let config_path = state.dir().join("shaper.json");
-    std::fs::write(&config_path, config.to_string())
+    let log = state.logs_dir().join("shaper.log");
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(|e| Error(format!("{}: {e}", log.display())))?;
+    let child = spawn(
+        &config,
+        &state.dir().join("shaper.json"),
+        &state.shaper_socket(),
+        out,
+        || process::log_tail(&log, 15),
+    )?;
+    process::record_of(&child)
+}
+
+/// Writes the daemon's `config` to `config_path`, starts `cdnlab-shaper` (from beside this
+/// executable) in a session of its own with stdout and stderr to `output`, and returns once
+/// its control `socket` answers. On failure the message ends with `log_tail()`.
+pub fn spawn(
+    config: &serde_json::Value,
+    config_path: &Path,
+    socket: &Path,
+    output: std::fs::File,
+    log_tail: impl Fn() -> String,
+) -> Result<Child> {
+    std::fs::write(config_path, config.to_string())
         .map_err(|e| Error(format!("{}: {e}", config_path.display())))?;
     let binary = sys::bin_dir()?.join("cdnlab-shaper");
     if !binary.is_file() {
@@ -43,25 +70,24 @@ pub fn start(state: &LabState, seed: u64) -> Result<ProcessRecord> {
         "--config".to_string(),
         config_path.to_string_lossy().into_owned(),
     ];
-    let log = state.logs_dir().join("shaper.log");
-    let mut child = process::spawn_detached(&argv, &[], &log)?;
-    let record = process::record_of(&child)?;
+    let mut child = process::spawn_detached_to(&argv, &[], output)?;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if matches!(request(&state.shaper_socket(), &Request::Ping), Ok(r) if r.ok) {
-            return Ok(record);
+        if matches!(request(socket, &Request::Ping), Ok(r) if r.ok) {
+            return Ok(child);
         }
         if let Ok(Some(status)) = child.try_wait() {
             return err(format!(
                 "the link shaper exited ({status}) before it was ready:\n{}",
-                process::log_tail(&log, 15)
+                log_tail()
             ));
         }
         if Instant::now() > deadline {
-            sys::signal_group(record.pid, libc::SIGKILL);
+            sys::signal_group(child.id() as i32, libc::SIGKILL);
+            let _ = child.wait();
             return err(format!(
                 "the link shaper was not ready within 10 s:\n{}",
-                process::log_tail(&log, 15)
+                log_tail()
             ));
         }
         super::interrupt::check()?;
@@ -70,11 +96,15 @@ pub fn start(state: &LabState, seed: u64) -> Result<ProcessRecord> {
 }
 
 fn call(state: &LabState, req: &Request) -> Result<Response> {
-    let socket = state.shaper_socket();
-    let response = request(&socket, req).map_err(|e| {
+    call_socket(&state.shaper_socket(), &format!("lab `{}`", state.lab), req)
+}
+
+/// Sends one request to the shaper serving `owner` (for messages) on `socket`; a refusal is
+/// an error.
+pub fn call_socket(socket: &Path, owner: &str, req: &Request) -> Result<Response> {
+    let response = request(socket, req).map_err(|e| {
         Error(format!(
-            "the link shaper of lab `{}` does not answer on {}: {e}",
-            state.lab,
+            "the link shaper of {owner} does not answer on {}: {e}",
             socket.display()
         ))
     })?;

@@ -1,0 +1,157 @@
+//! `cdnlab container run|ready|link|certs`: the commands a testbed container runs (see
+//! `docker-compose.yml`): its entrypoint, its healthcheck, run-time link changes through
+//! `docker exec`, and the one-shot issuing of the control plane's certificates.
+
+use super::{usage_error, Failure};
+use crate::container::entry::{self, Program, RunOptions};
+use crate::container::links::{self, state_dir, ContainerState};
+use crate::container::spec::{parse_net, parse_route, NetSpec, RouteSpec};
+use crate::lab;
+use crate::topology::ChangeFlags;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub enum ContainerVerb {
+    /// The container's entrypoint: routes, each network's impairments, then the node's program
+    /// (`--role` or a command after `--`); the container ends with the program.
+    Run(Box<RunArgs>),
+    /// The healthcheck: succeeds once `run` has set up the container and its program is ready.
+    Ready,
+    /// Read or change this container's impairments (through `docker exec`).
+    #[command(subcommand)]
+    Link(LinkVerb),
+    /// Issue the lab's control-plane certificates into DIR, unless they are all there.
+    Certs {
+        /// Where the certificates go (a volume the role containers mount).
+        #[arg(long)]
+        dir: PathBuf,
+        /// The lab's name, written into the CA.
+        #[arg(long)]
+        lab: String,
+        /// Every node that talks on the control plane.
+        #[arg(required = true)]
+        nodes: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum LinkVerb {
+    /// Change one network's impairments in this container (the flags given replace the current
+    /// ones). Every container on the network needs the same change: the scripts do that.
+    Set(Box<SetArgs>),
+    /// Show this container's networks, their impairments and the shaper's counters.
+    Show,
+}
+
+#[derive(Args)]
+pub struct SetArgs {
+    /// The network's name, as given to `run --net`.
+    net: String,
+    #[command(flatten)]
+    change: ChangeFlags,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// A network of this container: `NAME=SUBNET[,delay=10ms,rate=5mbit,...]` (the topology's
+    /// impairment keys). Its interface is the one with an address in SUBNET. Repeatable.
+    #[arg(long = "net", value_name = "NAME=SUBNET[,KEY=VALUE...]", value_parser = parse_net)]
+    nets: Vec<NetSpec>,
+    /// A static route, `SUBNET=GATEWAY`. Repeatable.
+    #[arg(long = "route", value_name = "SUBNET=GATEWAY", value_parser = parse_route)]
+    routes: Vec<RouteSpec>,
+    /// Link emulation: tc-netem, the userspace shaper, or whichever the kernel allows.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "kernel", "userspace"])]
+    link_backend: String,
+    /// Seed of the link emulation's random numbers (loss, jitter).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The cdnlab role to run (ucs, dcs, urr, drr, has-client, probe).
+    #[arg(long, requires = "role_config", conflicts_with = "command")]
+    role: Option<String>,
+    /// The role's config table, as TOML text (the `config` of a topology node).
+    #[arg(long, value_name = "TOML", requires = "role")]
+    role_config: Option<String>,
+    /// Ready once this TCP port accepts on loopback (the healthcheck waits for it).
+    #[arg(long, value_name = "PORT")]
+    ready_tcp: Option<u16>,
+    /// How long the program gets to become ready.
+    #[arg(long, default_value = "60s")]
+    ready_timeout: String,
+    /// Any command to run instead of a role.
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+pub fn run(verb: ContainerVerb) -> Result<(), Failure> {
+    match verb {
+        ContainerVerb::Run(args) => run_container(*args),
+        ContainerVerb::Ready => {
+            if state_dir().join("ready").is_file() {
+                Ok(())
+            } else {
+                Err(Failure {
+                    message: "not ready yet".into(),
+                    status: 1,
+                })
+            }
+        }
+        ContainerVerb::Link(LinkVerb::Set(args)) => {
+            let SetArgs { net, change } = *args;
+            let change = change.to_change().map_err(usage_error)?;
+            if change.is_empty() {
+                return Err(usage_error(
+                    "nothing to change: give --delay, --jitter, --loss, --rate, ...",
+                ));
+            }
+            let mut state = ContainerState::load()?;
+            let now = links::set(&mut state, &net, &change)?;
+            println!("{net}: {now}");
+            Ok(())
+        }
+        ContainerVerb::Link(LinkVerb::Show) => {
+            print!("{}", links::show(&ContainerState::load()?)?);
+            Ok(())
+        }
+        ContainerVerb::Certs { dir, lab, nodes } => {
+            let names: Vec<&str> = nodes.iter().map(String::as_str).collect();
+            let issued = crate::container::issue_certs_once(&dir, &lab, &names)
+                .map_err(|e| lab::Error(e.to_string()))?;
+            let verb = if issued { "issued" } else { "kept" };
+            println!(
+                "{verb} the certificates of {} in {}",
+                nodes.join(", "),
+                dir.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+fn run_container(args: RunArgs) -> Result<(), Failure> {
+    let ready_timeout = netem::units::parse_duration_ns(&args.ready_timeout)
+        .map_err(|e| usage_error(format!("--ready-timeout: {e}")))?;
+    let program = match (args.role, args.role_config) {
+        (Some(role), Some(config)) => Program::Role { role, config },
+        _ if !args.command.is_empty() => Program::Command(args.command),
+        _ => Program::Nothing,
+    };
+    let status = entry::run(&RunOptions {
+        nets: args.nets,
+        routes: args.routes,
+        link_backend: args.link_backend,
+        seed: args.seed,
+        program,
+        ready_tcp: args.ready_tcp,
+        ready_timeout: std::time::Duration::from_nanos(ready_timeout),
+    })?;
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(Failure {
+            message: format!("the program exited with status {status}"),
+            status,
+        })
+    }
+}

@@ -1,0 +1,232 @@
+//! Link emulation inside one testbed container. A compose network stands for a link or a LAN;
+//! every member of the network runs `cdnlab container run` with the network's impairments, so a
+//! packet crossing the network is impaired exactly once: on the sender's egress by tc-netem
+//! (kernel backend) or on the receiver's ingress by NFQUEUE and `cdnlab-shaper` (userspace
+//! backend, for the same reason as in a lab: a flow held on its sender's host collapses under
+//! TCP Small Queues). What was set up is kept in a state file so that `cdnlab container link
+//! set`, run later by `docker exec`, can change it.
+
+use super::spec::NetSpec;
+use crate::lab::links::{apply_netem, choose_backend_with, ingress_queue_rule, update_queue_rule};
+use crate::lab::shaper;
+use crate::lab::sys::{self, Error, Result};
+use crate::lab::Backend;
+use netem::daemon::{Request, Response};
+use netem::{Impairments, ImpairmentsChange};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::process::Child;
+
+/// Where the container's own files live (state, shaper socket, role config, ready mark).
+pub const STATE_DIR: &str = "/run/cdnlab-container";
+
+/// One network of this container, as set up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetState {
+    pub name: String,
+    pub ifname: String,
+    /// The NFQUEUE number (userspace backend).
+    pub queue_num: u16,
+    pub impairments: Impairments,
+}
+
+/// What `cdnlab container run` set up, for the commands that change it later.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerState {
+    pub backend: Backend,
+    pub nets: Vec<NetState>,
+}
+
+pub fn state_dir() -> PathBuf {
+    PathBuf::from(STATE_DIR)
+}
+
+fn state_path() -> PathBuf {
+    state_dir().join("state.json")
+}
+
+fn shaper_socket() -> PathBuf {
+    state_dir().join("shaper.sock")
+}
+
+impl ContainerState {
+    /// The container's networks (`nets`, in `--net` order) on the interfaces found for them.
+    pub fn new(backend: Backend, nets: &[NetSpec], ifnames: Vec<String>) -> ContainerState {
+        ContainerState {
+            backend,
+            nets: nets
+                .iter()
+                .zip(ifnames)
+                .enumerate()
+                .map(|(i, (net, ifname))| NetState {
+                    name: net.name.clone(),
+                    ifname,
+                    queue_num: i as u16,
+                    impairments: net.impairments.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn load() -> Result<ContainerState> {
+        let path = state_path();
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            Error(format!(
+                "{}: {e} (is this a container started by `cdnlab container run`?)",
+                path.display()
+            ))
+        })?;
+        serde_json::from_str(&text).map_err(|e| Error(format!("{}: {e}", path.display())))
+    }
+
+    pub fn save(&self) -> Result<()> {
+        let path = state_path();
+        let text = serde_json::to_string_pretty(self).map_err(|e| Error(e.to_string()))?;
+        std::fs::write(&path, text).map_err(|e| Error(format!("{}: {e}", path.display())))
+    }
+
+    fn net_index(&self, name: &str) -> Result<usize> {
+        self.nets
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.nets.iter().map(|n| n.name.as_str()).collect();
+                Error(format!(
+                    "this container is on no network `{name}`; its networks: {}",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// The sure test of `sch_netem`, cheap inside a container's own namespace: put a netem qdisc
+/// on `lo` and take it off again (the kernel loads the module on demand when it can).
+pub fn netem_works() -> bool {
+    let added = sys::run(&["tc", "qdisc", "add", "dev", "lo", "root", "netem"], None).is_ok();
+    if added {
+        let _ = sys::run(&["tc", "qdisc", "del", "dev", "lo", "root"], None);
+    }
+    added
+}
+
+/// Chooses the backend as `--link-backend` asks (`auto`: tc-netem when the kernel has it).
+pub fn choose_backend(requested: &str) -> Result<Backend> {
+    choose_backend_with(requested, netem_works)
+}
+
+/// Applies every network's impairments; with the userspace backend, first starts the shaper
+/// (writing to `output`), which serves every network so later changes need no restart.
+pub fn install(state: &ContainerState, seed: u64, output: std::fs::File) -> Result<Option<Child>> {
+    match state.backend {
+        Backend::Kernel => {
+            for net in state.nets.iter().filter(|n| !n.impairments.is_none()) {
+                apply_netem(None, &net.ifname, None, &net.impairments)?;
+            }
+            Ok(None)
+        }
+        Backend::Userspace => {
+            let queues: Vec<serde_json::Value> = state
+                .nets
+                .iter()
+                .map(|net| {
+                    serde_json::json!({
+                        "id": net.name,
+                        "queue_num": net.queue_num,
+                        "impairments": net.impairments,
+                        "seed": seed.wrapping_add(u64::from(net.queue_num)),
+                    })
+                })
+                .collect();
+            let config = serde_json::json!({
+                "control_socket": shaper_socket(),
+                "queues": queues,
+            });
+            let child = shaper::spawn(
+                &config,
+                &state_dir().join("shaper.json"),
+                &shaper_socket(),
+                output,
+                || "  (its messages are in the container's log)".to_string(),
+            )?;
+            let none = Impairments::default();
+            for net in &state.nets {
+                update_queue_rule(None, &queue_rule(net), &none, &net.impairments)?;
+            }
+            Ok(Some(child))
+        }
+    }
+}
+
+fn queue_rule(net: &NetState) -> String {
+    ingress_queue_rule(&net.ifname, false, net.queue_num)
+}
+
+/// Changes network `name`'s impairments at run time and saves the state; returns them.
+pub fn set(
+    state: &mut ContainerState,
+    name: &str,
+    change: &ImpairmentsChange,
+) -> Result<Impairments> {
+    let index = state.net_index(name)?;
+    let net = state.nets[index].clone();
+    let new = change.apply_to(&net.impairments);
+    match state.backend {
+        Backend::Kernel => {
+            let current = (!net.impairments.is_none()).then_some(&net.impairments);
+            apply_netem(None, &net.ifname, current, &new)?;
+        }
+        Backend::Userspace => {
+            call(&Request::Set {
+                id: net.name.clone(),
+                impairments: new.clone(),
+            })?;
+            update_queue_rule(None, &queue_rule(&net), &net.impairments, &new)?;
+        }
+    }
+    state.nets[index].impairments = new.clone();
+    state.save()?;
+    Ok(new)
+}
+
+fn call(request: &Request) -> Result<Response> {
+    shaper::call_socket(&shaper_socket(), "this container", request)
+}
+
+/// One line per network: name, interface, impairments and, with the shaper, its counters.
+pub fn show(state: &ContainerState) -> Result<String> {
+    let counters = match state.backend {
+        Backend::Userspace => call(&Request::Show)?.queues.unwrap_or_default(),
+        Backend::Kernel => Vec::new(),
+    };
+    let mut text = format!("backend: {}\n", state.backend.name());
+    for net in &state.nets {
+        text += &format!("{} ({}): {}", net.name, net.ifname, net.impairments);
+        if let Some(queue) = counters.iter().find(|q| q.id == net.name) {
+            text += &format!(
+                "  [packets {} lost {} overflowed {} queued {}]",
+                queue.stats.packets,
+                queue.stats.dropped_loss,
+                queue.stats.dropped_queue_full,
+                queue.queued
+            );
+        }
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// Makes the state directory, clearing what an earlier start of this container left.
+pub fn prepare_state_dir() -> Result<()> {
+    let dir = state_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| Error(format!("{}: {e}", dir.display())))?;
+    for stale in [
+        "ready",
+        "state.json",
+        "shaper.sock",
+        "shaper.json",
+        "role.toml",
+    ] {
+        let _ = std::fs::remove_file(dir.join(stale));
+    }
+    Ok(())
+}

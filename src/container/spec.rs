@@ -1,0 +1,244 @@
+//! What `cdnlab container run` is told on its command line: the container's networks with their
+//! impairments (`--net access=198.19.211.0/24,delay=10ms,rate=5mbit`) and its static routes
+//! (`--route 198.19.0.0/16=198.19.211.2`). Parsing only; errors name the flag and the part.
+
+use crate::topology::{change_from_flags, ImpairmentFields};
+use netem::Impairments;
+use std::net::Ipv4Addr;
+
+/// An IPv4 prefix, `198.19.211.0/24`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Subnet {
+    pub addr: Ipv4Addr,
+    pub prefix: u8,
+}
+
+impl Subnet {
+    pub fn parse(text: &str) -> Result<Subnet, String> {
+        let (addr, prefix) = text
+            .split_once('/')
+            .ok_or_else(|| format!("`{text}` is not a subnet like 198.19.211.0/24"))?;
+        let addr: Ipv4Addr = addr
+            .parse()
+            .map_err(|_| format!("`{addr}` in `{text}` is not an IPv4 address"))?;
+        let prefix: u8 = prefix
+            .parse()
+            .ok()
+            .filter(|p| *p <= 32)
+            .ok_or_else(|| format!("`{prefix}` in `{text}` is not a prefix length (0-32)"))?;
+        let subnet = Subnet { addr, prefix };
+        let network = Ipv4Addr::from(u32::from(addr) & subnet.mask());
+        if network != addr {
+            return Err(format!(
+                "`{text}` has host bits set: the subnet is {network}/{prefix}"
+            ));
+        }
+        Ok(subnet)
+    }
+
+    fn mask(&self) -> u32 {
+        if self.prefix == 0 {
+            0
+        } else {
+            u32::MAX << (32 - self.prefix)
+        }
+    }
+
+    pub fn contains(&self, addr: Ipv4Addr) -> bool {
+        u32::from(addr) & self.mask() == u32::from(self.addr) & self.mask()
+    }
+}
+
+impl std::fmt::Display for Subnet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+/// One network the container is attached to: found by its subnet, impaired as given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetSpec {
+    pub name: String,
+    pub subnet: Subnet,
+    pub impairments: Impairments,
+}
+
+/// `NAME=SUBNET[,KEY=VALUE...]`, the keys being the topology's impairment keys (delay, jitter,
+/// delay_correlation, distribution, loss, loss_correlation, rate, limit).
+pub fn parse_net(text: &str) -> Result<NetSpec, String> {
+    let fail = |message: String| format!("--net `{text}`: {message}");
+    let (name, rest) = text
+        .split_once('=')
+        .ok_or_else(|| fail("expected NAME=SUBNET[,delay=10ms,rate=5mbit...]".into()))?;
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(fail(format!(
+            "`{name}` is not a network name (letters, digits, - _ .)"
+        )));
+    }
+    let mut parts = rest.split(',');
+    let subnet = Subnet::parse(parts.next().unwrap_or_default()).map_err(fail)?;
+    let mut fields = ImpairmentFields::<&str>::default();
+    for part in parts {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| fail(format!("`{part}` is not KEY=VALUE")))?;
+        let slot = match key {
+            "delay" => &mut fields.delay,
+            "jitter" => &mut fields.jitter,
+            "delay_correlation" => &mut fields.delay_correlation,
+            "distribution" => &mut fields.distribution,
+            "loss" => &mut fields.loss,
+            "loss_correlation" => &mut fields.loss_correlation,
+            "rate" => &mut fields.rate,
+            "limit" => &mut fields.limit,
+            other => {
+                return Err(fail(format!(
+                    "unknown key `{other}` (known: delay, jitter, delay_correlation, \
+                     distribution, loss, loss_correlation, rate, limit)"
+                )))
+            }
+        };
+        if slot.replace(value).is_some() {
+            return Err(fail(format!("`{key}` is given twice")));
+        }
+    }
+    // The flag-style messages (`--delay: ...`) name keys here, without the dashes.
+    let change = change_from_flags(&fields).map_err(|e| {
+        let lines: Vec<&str> = e.lines().map(|l| l.trim_start_matches("--")).collect();
+        fail(lines.join("; "))
+    })?;
+    Ok(NetSpec {
+        name: name.to_string(),
+        subnet,
+        impairments: change.apply_to(&Impairments::default()),
+    })
+}
+
+/// A static route: traffic for `dest` goes through `via`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteSpec {
+    pub dest: Subnet,
+    pub via: Ipv4Addr,
+}
+
+/// `DEST=VIA`, e.g. `198.19.0.0/16=198.19.211.2`.
+pub fn parse_route(text: &str) -> Result<RouteSpec, String> {
+    let fail = |message: String| format!("--route `{text}`: {message}");
+    let (dest, via) = text
+        .split_once('=')
+        .ok_or_else(|| fail("expected SUBNET=GATEWAY, e.g. 198.19.0.0/16=198.19.211.2".into()))?;
+    Ok(RouteSpec {
+        dest: Subnet::parse(dest).map_err(fail)?,
+        via: via
+            .parse()
+            .map_err(|_| fail(format!("`{via}` is not an IPv4 address")))?,
+    })
+}
+
+/// Names any network given twice or any two networks whose subnets overlap.
+pub fn check_nets(nets: &[NetSpec]) -> Result<(), String> {
+    for (i, a) in nets.iter().enumerate() {
+        for b in &nets[i + 1..] {
+            if a.name == b.name {
+                return Err(format!("--net `{}` is given twice", a.name));
+            }
+            if a.subnet.contains(b.subnet.addr) || b.subnet.contains(a.subnet.addr) {
+                return Err(format!(
+                    "--net `{}` ({}) and `{}` ({}) overlap: each network needs its own subnet",
+                    a.name, a.subnet, b.name, b.subnet
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The interface holding an address inside `subnet`, from `ip -o -4 addr show` output lines
+/// (`2: eth0    inet 198.19.211.3/24 brd ... scope global eth0`).
+pub fn interface_in(ip_addr_output: &str, subnet: Subnet) -> Option<String> {
+    ip_addr_output.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (ifname, addr) = match fields.as_slice() {
+            [_, ifname, "inet", addr, ..] => (*ifname, *addr),
+            _ => return None,
+        };
+        let addr: Ipv4Addr = addr.split('/').next()?.parse().ok()?;
+        subnet
+            .contains(addr)
+            .then(|| ifname.split('@').next().unwrap_or(ifname).to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_net_parses_with_its_impairments() {
+        let net = parse_net("access=198.19.211.0/24,delay=10ms,rate=5mbit,loss=1%").unwrap();
+        assert_eq!(net.name, "access");
+        assert_eq!(net.subnet.to_string(), "198.19.211.0/24");
+        assert_eq!(net.impairments.delay_ns, 10_000_000);
+        assert_eq!(net.impairments.rate_bps, Some(5_000_000));
+        assert_eq!(net.impairments.loss, 0.01);
+        let bare = parse_net("internet=198.19.220.0/24").unwrap();
+        assert!(bare.impairments.is_none());
+    }
+
+    #[test]
+    fn bad_nets_are_named() {
+        for (text, needle) in [
+            ("access", "expected NAME=SUBNET"),
+            ("access=198.19.211.0", "not a subnet"),
+            ("access=198.19.211.0/33", "prefix length"),
+            ("access=198.19.300.0/24", "not an IPv4 address"),
+            ("access=198.19.211.0/24,delay=ten", "delay"),
+            ("access=198.19.200.0/20", "the subnet is 198.19.192.0/20"),
+            ("access=198.19.211.0/24,speed=5mbit", "unknown key `speed`"),
+            ("access=198.19.211.0/24,delay=1ms,delay=2ms", "given twice"),
+            ("a b=198.19.211.0/24", "not a network name"),
+        ] {
+            let error = parse_net(text).unwrap_err();
+            assert!(error.contains(needle), "{text}: {error}");
+            assert!(error.starts_with(&format!("--net `{text}`")), "{error}");
+        }
+    }
+
+    #[test]
+    fn overlapping_or_repeated_nets_are_refused() {
+        let a = parse_net("a=198.19.0.0/16").unwrap();
+        assert!(a.subnet.contains(Ipv4Addr::new(198, 19, 255, 1)));
+        assert!(!a.subnet.contains(Ipv4Addr::new(198, 18, 255, 1)));
+        let b = parse_net("b=198.19.211.0/24").unwrap();
+        let c = parse_net("c=198.18.0.0/24").unwrap();
+        assert!(check_nets(&[a.clone(), c.clone()]).is_ok());
+        assert!(check_nets(&[a.clone(), b]).unwrap_err().contains("overlap"));
+        assert!(check_nets(&[c.clone(), c]).unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn routes_parse() {
+        let route = parse_route("198.19.0.0/16=198.19.211.2").unwrap();
+        assert_eq!(route.dest.prefix, 16);
+        assert_eq!(route.via, Ipv4Addr::new(198, 19, 211, 2));
+        assert!(parse_route("198.19.0.0/16").is_err());
+        assert!(parse_route("198.19.0.0/16=gw")
+            .unwrap_err()
+            .contains("`gw`"));
+    }
+
+    #[test]
+    fn the_interface_of_a_subnet_is_found() {
+        let output = "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever\n\
+                      41: eth0@if42    inet 198.19.211.3/24 brd 198.19.211.255 scope global eth0\n\
+                      43: eth1    inet 198.19.220.3/24 brd 198.19.220.255 scope global eth1\n";
+        let find = |s: &str| interface_in(output, Subnet::parse(s).unwrap());
+        assert_eq!(find("198.19.211.0/24").as_deref(), Some("eth0"));
+        assert_eq!(find("198.19.220.0/24").as_deref(), Some("eth1"));
+        assert_eq!(find("198.19.230.0/24"), None);
+    }
+}

@@ -1,0 +1,242 @@
+//! The docker-compose testbed end to end: build the image FROM scratch (scripts/build-image.sh),
+//! bring `docker-compose.yml` up under a project of its own, inject a delay change on the
+//! Internet network while the clients play (scripts/set-delay.sh --compose), wait for every
+//! client's summary, check start-up delay and played quality, find the change in the
+//! upstream-rr client's per-segment log, and check that `down -v` leaves no container, network
+//! or volume behind. Needs a Docker engine; skipped without one, except under CI.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const PROJECT: &str = "cdnlabtestcompose";
+const IMAGE: &str = "cdnlab-test:compose";
+const CLIENTS: [&str; 3] = ["c-upstream-rr", "c-direct-rr", "c-direct-cs"];
+const CHUNKS: usize = 30;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn docker_works() -> bool {
+    let works = Command::new("docker")
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        // CI machines run a Docker engine: there, a skip would hide a broken setup.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have a running Docker engine for the compose test"
+        );
+        eprintln!("skipped: no Docker engine answers");
+    }
+    works
+}
+
+/// `docker compose` (v2) where it exists, else `docker-compose` (v1, Debian 12's).
+fn compose_program() -> Vec<&'static str> {
+    let v2 = Command::new("docker")
+        .args(["compose", "version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if v2 {
+        vec!["docker", "compose"]
+    } else {
+        vec!["docker-compose"]
+    }
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The testbed under test; dropping it takes everything down, whatever happened.
+struct Testbed {
+    results: PathBuf,
+    compose: Vec<&'static str>,
+}
+
+impl Testbed {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(self.compose[0]);
+        command
+            .args(&self.compose[1..])
+            .args(["-p", PROJECT, "-f"])
+            .arg(root().join("docker-compose.yml"))
+            .args(args)
+            .env("CDNLAB_IMAGE", IMAGE)
+            .env("CDNLAB_RESULTS", &self.results)
+            .env("CHUNKS", CHUNKS.to_string())
+            .env("COMPOSE_PROJECT_NAME", PROJECT);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("compose runs")
+    }
+
+    fn logs(&self) -> String {
+        text(&self.run(&["logs", "--no-color", "--tail", "40"]))
+    }
+
+    fn down(&self) -> Output {
+        self.run(&["down", "-v", "--remove-orphans", "--timeout", "5"])
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        let _ = self.down();
+        let _ = Command::new("docker").args(["rmi", IMAGE]).output();
+    }
+}
+
+/// What docker still holds of the project: containers, networks, volumes.
+fn leftovers() -> Vec<String> {
+    let label = format!("label=com.docker.compose.project={PROJECT}");
+    let mut found = Vec::new();
+    for kind in [
+        &["ps", "-a", "-q"][..],
+        &["network", "ls", "-q"][..],
+        &["volume", "ls", "-q"][..],
+    ] {
+        let out = Command::new("docker")
+            .args(kind)
+            .args(["--filter", &label])
+            .output()
+            .expect("docker runs");
+        found.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(|id| format!("{} {id}", kind[0])),
+        );
+    }
+    found
+}
+
+fn read_json(path: &Path) -> Option<serde_json::Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// The seconds of the first hop (the request to uRR) of every segment, in order.
+fn urr_hops(segments_csv: &str) -> Vec<f64> {
+    segments_csv
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let hops = line.rsplit(',').next().unwrap_or_default();
+            let first = hops.split(';').next().unwrap_or_default();
+            let (host, seconds) = first.split_once(':').expect("host:seconds");
+            assert_eq!(
+                host, "urr",
+                "the first hop of an upstream-rr segment: {line}"
+            );
+            seconds.parse().expect("seconds")
+        })
+        .collect()
+}
+
+#[test]
+fn compose_testbed_plays_and_takes_a_delay_change() {
+    if !docker_works() {
+        return;
+    }
+    let results = std::env::temp_dir().join("cdnlab-test-compose");
+    let _ = std::fs::remove_dir_all(&results);
+    std::fs::create_dir_all(&results).unwrap();
+    let testbed = Testbed {
+        results: results.clone(),
+        compose: compose_program(),
+    };
+    // A leftover of an earlier, killed run of this test.
+    let _ = testbed.down();
+
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_cdnlab")).parent().unwrap();
+    let build = Command::new(root().join("scripts/build-image.sh"))
+        .arg("--bin-dir")
+        .arg(bin_dir)
+        .args(["--tag", IMAGE])
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "build-image.sh: {}", text(&build));
+
+    let up = testbed.run(&["up", "-d"]);
+    assert!(
+        up.status.success(),
+        "compose up: {}\n{}",
+        text(&up),
+        testbed.logs()
+    );
+
+    // The clients play 30 chunks of 2 s, about 33 s at the default 5 Mbit/s: the change comes
+    // while they are well into it.
+    std::thread::sleep(Duration::from_secs(10));
+    let inject = Command::new(root().join("scripts/set-delay.sh"))
+        .args(["--compose", "internet", "250ms"])
+        .env("COMPOSE_PROJECT_NAME", PROJECT)
+        .output()
+        .unwrap();
+    assert!(inject.status.success(), "set-delay.sh: {}", text(&inject));
+    let said = text(&inject);
+    assert_eq!(said.matches("internet: delay 250ms").count(), 2, "{said}");
+
+    let deadline = Instant::now() + Duration::from_secs(150);
+    let summaries = loop {
+        let found: Vec<Option<serde_json::Value>> = CLIENTS
+            .iter()
+            .map(|c| read_json(&results.join(c).join("summary.json")))
+            .collect();
+        if found.iter().all(Option::is_some) {
+            break found.into_iter().flatten().collect::<Vec<_>>();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no summary from every client within 150 s:\n{}",
+            testbed.logs()
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    };
+
+    for (client, summary) in CLIENTS.iter().zip(&summaries) {
+        assert_eq!(summary["failed"], false, "{client}: {summary}");
+        assert_eq!(
+            summary["segments_downloaded"], CHUNKS,
+            "{client}: {summary}"
+        );
+        let startup = summary["startup_delay_s"].as_f64().unwrap();
+        // One segment of 0.5 Mbit/s × 2 s over 5 Mbit/s, after redirects of at most a few
+        // round trips of 160 ms (60 + 2D at D = 50 ms): well under 2 s, and not zero.
+        assert!(
+            startup > 0.1 && startup < 2.0,
+            "{client}: startup {startup} s"
+        );
+        let quality = summary["avg_quality_mbps"].as_f64().unwrap();
+        // 5 Mbit/s carries the 2 Mbit/s top quality: the session averages near it.
+        assert!(
+            (1.0..=2.0).contains(&quality),
+            "{client}: quality {quality} Mbit/s"
+        );
+        assert!(summary["stall_count"].is_u64(), "{client}: {summary}");
+    }
+
+    // Under upstream-rr every segment's first request goes to uRR over the Internet: a round
+    // trip of 60 + 2D ms, 160 ms before the change and 560 ms after it.
+    let csv = std::fs::read_to_string(results.join("c-upstream-rr/segments.csv")).unwrap();
+    let hops = urr_hops(&csv);
+    assert_eq!(hops.len(), CHUNKS, "{csv}");
+    assert!(
+        hops[0] > 0.14 && hops[0] < 0.3,
+        "before the change: {hops:?}"
+    );
+    let last = hops[hops.len() - 1];
+    assert!(last > 0.54 && last < 0.8, "after the change: {hops:?}");
+
+    let down = testbed.down();
+    assert!(down.status.success(), "compose down: {}", text(&down));
+    assert_eq!(leftovers(), Vec::<String>::new(), "left behind by down -v");
+}
