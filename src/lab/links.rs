@@ -145,17 +145,33 @@ pub fn apply_netem(
     current: Option<&Impairments>,
     next: &Impairments,
 ) -> Result<()> {
-    let commands = netem::kernel::netem_apply_argvs(ifname, current, next)
-        .map_err(|e| sys::Error(format!("{ifname}: {e}")))?;
-    for argv in commands {
-        let mut full: Vec<&str> = vec!["tc"];
-        if let Some(netns) = netns {
-            full.extend(["-n", netns]);
-        }
-        full.extend(argv.iter().skip(1).map(String::as_str));
-        sys::run(&full, None)?;
+    for argv in netem_commands(netns, ifname, current, next)? {
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        sys::run(&argv, None)?;
     }
     Ok(())
+}
+
+/// The tc command lines [`apply_netem`] runs: `tc [-n NETNS] qdisc ...`.
+pub fn netem_commands(
+    netns: Option<&str>,
+    ifname: &str,
+    current: Option<&Impairments>,
+    next: &Impairments,
+) -> Result<Vec<Vec<String>>> {
+    let commands = netem::kernel::netem_apply_argvs(ifname, current, next)
+        .map_err(|e| sys::Error(format!("{ifname}: {e}")))?;
+    Ok(commands
+        .into_iter()
+        .map(|argv| {
+            let mut full = vec!["tc".to_string()];
+            if let Some(netns) = netns {
+                full.extend(["-n".to_string(), netns.to_string()]);
+            }
+            full.extend(argv.into_iter().skip(1));
+            full
+        })
+        .collect())
 }
 
 /// Adds or removes a queue rule when a direction goes from unimpaired to impaired or back
@@ -231,5 +247,59 @@ pub fn choose_backend_with(
         other => err(format!(
             "--link-backend `{other}`: expected auto, kernel or userspace"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delay(ms: u64) -> Impairments {
+        Impairments {
+            delay_ns: ms * 1_000_000,
+            ..Impairments::default()
+        }
+    }
+
+    #[test]
+    fn netem_commands_run_in_the_named_namespace_or_our_own() {
+        let in_lab = netem_commands(Some("cdnlab-x.a"), "eth0", None, &delay(10)).unwrap();
+        assert_eq!(
+            in_lab,
+            vec![vec![
+                "tc",
+                "-n",
+                "cdnlab-x.a",
+                "qdisc",
+                "replace",
+                "dev",
+                "eth0",
+                "root",
+                "netem",
+                "delay",
+                "10ms",
+                "limit",
+                "1000"
+            ]]
+        );
+        // In a container: its own namespace; a qdisc already there is replaced in place.
+        let here = netem_commands(None, "eth1", Some(&delay(10)), &delay(250)).unwrap();
+        assert_eq!(here.len(), 1);
+        assert_eq!(&here[0][..3], ["tc", "qdisc", "replace"]);
+        assert!(here[0]
+            .join(" ")
+            .ends_with("eth1 root netem delay 250ms limit 1000"));
+    }
+
+    #[test]
+    fn a_queue_rule_matches_the_interface_or_the_bridge_port() {
+        assert_eq!(
+            ingress_queue_rule("eth2", false, 3),
+            "-i eth2 -j NFQUEUE --queue-num 3"
+        );
+        assert_eq!(
+            ingress_queue_rule("p1", true, 1),
+            "-m physdev --physdev-in p1 -j NFQUEUE --queue-num 1"
+        );
     }
 }
