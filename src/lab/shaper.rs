@@ -31,6 +31,7 @@ pub fn start(state: &LabState, seed: u64) -> Result<ProcessRecord> {
         "queues": queues,
     });
     let log = state.logs_dir().join("shaper.log");
+    std::fs::create_dir_all(state.logs_dir())?;
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
