@@ -9,6 +9,7 @@ pub mod cdn_roles;
 pub mod cli;
 pub mod container;
 pub mod control;
+pub mod fog;
 pub mod has;
 pub mod has_client;
 pub mod lab;
