@@ -10,6 +10,7 @@ pub mod cli;
 pub mod container;
 pub mod control;
 pub mod fog;
+pub mod fog_roles;
 pub mod has;
 pub mod has_client;
 pub mod lab;

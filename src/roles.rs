@@ -2,4 +2,14 @@
 //! `bins/` and installed beside the `cdnlab` executable.
 
 /// Every role a topology may name.
-pub const ROLES: &[&str] = &["probe", "has-client", "ucs", "dcs", "urr", "drr"];
+pub const ROLES: &[&str] = &[
+    "probe",
+    "has-client",
+    "ucs",
+    "dcs",
+    "urr",
+    "drr",
+    "cloud",
+    "fdn",
+    "fog-viewers",
+];

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{can_run_labs, leftovers, run};
+use common::{can_run_labs, run_topology};
 use serde_json::Value;
 
 /// Runs the scenario with `chunks` chunks at one-way Internet delay `delay`; returns the clients'
@@ -15,38 +15,21 @@ fn run_scenario(name: &str, delay: &str) -> Vec<Value> {
         env!("CARGO_MANIFEST_DIR"),
         "/topologies/interconnected-cdn.toml"
     );
-    let out = std::env::temp_dir().join(format!("cdnlab-test-{name}"));
-    let _ = std::fs::remove_dir_all(&out);
-    let _ = run(&["clean", name]);
-    let result = run(&[
-        "run",
-        topology,
-        "--name",
+    let internet_delay = format!("internet_delay={delay}");
+    let (summary, out) = run_topology(
         name,
-        "--out",
-        out.to_str().unwrap(),
-        "--set",
-        &format!("internet_delay={delay}"),
-        "--set",
-        "chunks=4",
-        "--set",
-        "buffer=6s",
-        "--timeout",
-        "120s",
-    ]);
-    let summary: Value = std::fs::read_to_string(out.join("summary.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "no summary ({}):\n{}\n{}",
-                result.status,
-                String::from_utf8_lossy(&result.stdout),
-                String::from_utf8_lossy(&result.stderr)
-            )
-        });
-    assert!(result.status.success(), "{summary}");
-    assert_eq!(leftovers(name), Vec::<String>::new());
+        topology,
+        &[
+            "--set",
+            &internet_delay,
+            "--set",
+            "chunks=4",
+            "--set",
+            "buffer=6s",
+            "--timeout",
+            "120s",
+        ],
+    );
     let _ = std::fs::remove_dir_all(&out);
     summary["clients"].as_array().unwrap().clone()
 }

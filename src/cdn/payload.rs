@@ -30,6 +30,11 @@ impl Payload {
         Payload { seed: hash64(&key) }
     }
 
+    /// The payload stream named by a number rather than a chunk (the fog roles' segments).
+    pub fn numbered(key: u64) -> Payload {
+        Payload { seed: mix64(key) }
+    }
+
     fn word(&self, n: u64) -> [u8; 8] {
         mix64(self.seed.wrapping_add(n.wrapping_mul(PHI))).to_le_bytes()
     }

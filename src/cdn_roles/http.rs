@@ -217,6 +217,26 @@ pub fn error(status: StatusCode, message: impl fmt::Display) -> Response<Body> {
     response
 }
 
+/// 200 with `value` as `application/json`.
+pub fn json(value: &serde_json::Value) -> Response<Body> {
+    let text = value.to_string();
+    let len = text.len() as u64;
+    let mut response = with_length(StatusCode::OK, Body::bytes(text), len);
+    set(&mut response, header::CONTENT_TYPE, "application/json");
+    response
+}
+
+/// 200 with `length` bytes of a synthetic payload as `application/octet-stream`.
+pub fn payload(payload: crate::cdn::Payload, length: u64) -> Response<Body> {
+    let mut response = with_length(StatusCode::OK, Body::synthetic(payload, 0, length), length);
+    set(
+        &mut response,
+        header::CONTENT_TYPE,
+        "application/octet-stream",
+    );
+    response
+}
+
 /// 302 to `location`, an absolute URL.
 pub fn redirect(location: &str) -> Response<Body> {
     let mut response = with_length(StatusCode::FOUND, Body::Empty, 0);

@@ -66,7 +66,7 @@ fn join_result(result: Result<io::Result<()>, tokio::task::JoinError>) -> Result
 }
 
 /// Listens on `http` and serves `handler` in a task; `control` (if any) lives as long.
-async fn spawn_http<H, Fut>(
+pub(crate) async fn spawn_http<H, Fut>(
     http: SocketAddr,
     handler: H,
     options: ServeOptions,
@@ -396,7 +396,7 @@ async fn run(role: &'static str, config: PathBuf) -> Result<(), String> {
 
 /// This node's control-plane identity: `$CDNLAB_NODE`'s certificate from `$CDNLAB_CERTS` (or
 /// the lab's state directory named by `$CDNLAB_LAB`).
-fn load_identity(node: Option<&str>) -> Result<Arc<Identity>, String> {
+pub(crate) fn load_identity(node: Option<&str>) -> Result<Arc<Identity>, String> {
     let node = node.ok_or(
         "CDNLAB_NODE is not set: the control plane needs this node's name (run under `cdnlab up`)",
     )?;

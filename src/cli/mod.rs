@@ -119,6 +119,10 @@ pub struct SweepArgs {
     /// The client field that names the lines of a plot.
     #[arg(long, default_value = "policy")]
     series: String,
+    /// A --vary variable whose values are replicates (e.g. workload traces), not a dimension:
+    /// tables and plots show the mean over them ± the 95% confidence interval.
+    #[arg(long, value_name = "VARIABLE")]
+    replicates: Option<String>,
     #[arg(long, default_value = "auto", value_parser = ["auto", "kernel", "userspace"])]
     link_backend: String,
     /// Per run: stop clients still running after this long.
@@ -139,6 +143,9 @@ fn sweep(args: SweepArgs) -> Result<(), Failure> {
                 .ok_or_else(|| usage_error(format!("--plot `{p}`: expected METRIC:VARIABLE")))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(var) = &args.replicates {
+        check_replicates(var, &args.vary, &plots, &args.series)?;
+    }
     // Check the file and every combination's variables before starting anything.
     for run in crate::sweep::grid::combinations(&args.vary) {
         let set: Vec<(String, String)> = args.set.iter().cloned().chain(run).collect();
@@ -166,6 +173,7 @@ fn sweep(args: SweepArgs) -> Result<(), Failure> {
         out_dir: out,
         plots,
         series: args.series,
+        replicates: args.replicates,
         replot: args.replot,
         run_flags: vec![
             "--link-backend".into(),
@@ -176,6 +184,27 @@ fn sweep(args: SweepArgs) -> Result<(), Failure> {
     })
     .map_err(|message| Failure { message, status: 1 })?;
     print!("{report}");
+    Ok(())
+}
+
+/// The replicate variable must be varied, or there is nothing to average over, and must be
+/// neither a plot's x nor the series, which would split its replicates apart again.
+fn check_replicates(
+    var: &str,
+    vary: &[(String, Vec<String>)],
+    plots: &[(String, String)],
+    series: &str,
+) -> Result<(), Failure> {
+    if !vary.iter().any(|(k, _)| k == var) {
+        return Err(usage_error(format!(
+            "--replicates `{var}`: not a varied variable; give its values with --vary {var}=V1,V2,..."
+        )));
+    }
+    if var == series || plots.iter().any(|(_, x)| x == var) {
+        return Err(usage_error(format!(
+            "--replicates `{var}`: the replicates cannot also be the --series or a --plot variable"
+        )));
+    }
     Ok(())
 }
 

@@ -14,6 +14,17 @@ pub struct RunningStats {
 }
 
 impl RunningStats {
+    /// Stats that stand for `count` (≥ 2) observations of this mean and sample sd, as another
+    /// party measured and reported them.
+    pub fn from_summary(count: u64, mean: f64, sd: f64) -> RunningStats {
+        let count = count.max(2);
+        RunningStats {
+            count,
+            mean,
+            m2: sd * sd * (count - 1) as f64,
+        }
+    }
+
     pub fn push(&mut self, x: f64) {
         self.count += 1;
         let delta = x - self.mean;
@@ -91,6 +102,8 @@ mod tests {
         assert!((stats.mean() - 5.0).abs() < 1e-12);
         // Σ(x - 5)² = 32; sample variance 32 / 7.
         assert!((stats.variance() - 32.0 / 7.0).abs() < 1e-12);
+        let reported = RunningStats::from_summary(8, stats.mean(), stats.sd());
+        assert!((reported.variance() - stats.variance()).abs() < 1e-12);
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub struct SweepOptions {
     pub plots: Vec<(String, String)>,
     /// The client field that names a plot's lines.
     pub series: String,
+    /// A varied variable whose values are independent replicates (workload traces) rather than
+    /// a dimension: tables and plots show the mean over them with a 95% confidence interval.
+    pub replicates: Option<String>,
     /// Extra flags for each `cdnlab run` (`--link-backend`, `--timeout`).
     pub run_flags: Vec<String>,
     /// Run nothing: tabulate and plot the runs already in `out_dir`.
@@ -155,7 +158,14 @@ fn collect(
         )
     };
     for (y, x) in &options.plots {
-        let grouped = table::group(&rows, &varied, x, y, &options.series);
+        let grouped = table::group(
+            &rows,
+            &varied,
+            x,
+            y,
+            &options.series,
+            options.replicates.as_deref(),
+        );
         report += &table::text_table(&grouped, x, y);
         let sample = options
             .vary

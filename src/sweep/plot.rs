@@ -1,6 +1,7 @@
-//! SVG line plots of a sweep: one file per facet, one line per series.
+//! SVG line plots of a sweep: one file per facet, one line per series, with error bars for the
+//! 95% confidence interval of each point that has one.
 
-use super::table::Grouped;
+use super::table::{Grouped, Point};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -29,12 +30,14 @@ pub fn plot(
             format!("{y}-vs-{x}-{}.svg", facet.replace(['/', ' ', ','], "_"))
         };
         let path = dir.join(name);
-        let points: Vec<&(f64, f64)> = series.values().flatten().collect();
-        let (x_max, y_max) = points.iter().fold((0.0f64, 0.0f64), |(a, b), (px, py)| {
-            (a.max(*px), b.max(*py))
-        });
+        let points: Vec<&Point> = series.values().flatten().collect();
+        let x_max = points.iter().map(|p| p.x).fold(0.0f64, f64::max);
+        let y_max = points.iter().map(|p| p.mean + p.ci).fold(0.0f64, f64::max);
+        // A wide interval may reach below zero; the axis shows it rather than clipping it.
+        let y_min = points.iter().map(|p| p.mean - p.ci).fold(0.0f64, f64::min);
         let x_max = if x_max > 0.0 { x_max * 1.05 } else { 1.0 };
         let y_max = if y_max > 0.0 { y_max * 1.15 } else { 1.0 };
+        let y_min = y_min * 1.15;
         let caption = if facet.is_empty() {
             format!("{y} vs {x}")
         } else {
@@ -48,7 +51,7 @@ pub fn plot(
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(56)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+            .build_cartesian_2d(0f64..x_max, y_min..y_max)
             .map_err(draw)?;
         chart
             .configure_mesh()
@@ -59,14 +62,27 @@ pub fn plot(
         for (i, (name, line)) in series.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
             chart
-                .draw_series(LineSeries::new(line.iter().copied(), color.stroke_width(2)))
+                .draw_series(LineSeries::new(
+                    line.iter().map(|p| (p.x, p.mean)),
+                    color.stroke_width(2),
+                ))
                 .map_err(draw)?
                 .label(name.as_str())
                 .legend(move |(lx, ly)| {
                     PathElement::new(vec![(lx, ly), (lx + 20, ly)], color.stroke_width(2))
                 });
             chart
-                .draw_series(line.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                .draw_series(
+                    line.iter()
+                        .map(|p| Circle::new((p.x, p.mean), 3, color.filled())),
+                )
+                .map_err(draw)?;
+            chart
+                .draw_series(
+                    line.iter()
+                        .filter(|p| p.ci > 0.0)
+                        .map(|p| error_bar(p, x_max / 100.0, color)),
+                )
                 .map_err(draw)?;
         }
         chart
@@ -82,4 +98,21 @@ pub fn plot(
         written.push(path);
     }
     Ok(written)
+}
+
+/// A vertical bar from mean − ci to mean + ci with caps `cap` wide on each side. A path rather
+/// than plotters' `ErrorBar`, which needs the `errorbar` feature the crate does not enable.
+fn error_bar(point: &Point, cap: f64, color: RGBColor) -> PathElement<(f64, f64)> {
+    let (x, low, high) = (point.x, point.mean - point.ci, point.mean + point.ci);
+    PathElement::new(
+        vec![
+            (x - cap, low),
+            (x + cap, low),
+            (x, low),
+            (x, high),
+            (x - cap, high),
+            (x + cap, high),
+        ],
+        color.stroke_width(1),
+    )
 }

@@ -2,7 +2,7 @@
 //! series a plot or a summary table shows.
 
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One client of one run: the run's varied values and the client's summary fields.
 pub type Row = Map<String, Value>;
@@ -88,16 +88,38 @@ pub fn axis_title(name: &str, sample: &str) -> String {
     }
 }
 
-/// Mean of `y` per (facet, series, x) over the rows that did not fail; facets are the other
-/// varied values, so each facet is one plot.
-pub struct Grouped {
-    pub facets: BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>>,
+/// One cell of a grouped table: x, the mean of `y` over the runs in the cell, the half-width of
+/// its 95% confidence interval and the number of runs `n` (the replicates).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub mean: f64,
+    pub ci: f64,
+    pub n: usize,
 }
 
-pub fn group(rows: &[Row], varied: &[String], x: &str, y: &str, series: &str) -> Grouped {
-    // facet → series → x in thousandths → (x, sum of y, count)
-    type Sums = BTreeMap<String, BTreeMap<String, BTreeMap<i64, (f64, f64, usize)>>>;
-    let mut sums = Sums::new();
+/// Mean and 95% confidence interval of `y` per (facet, series, x) over the rows that did not
+/// fail; facets are the other varied values except the replicate variable, so each facet is one
+/// plot and runs differing only in their replicate share a cell.
+pub struct Grouped {
+    pub facets: BTreeMap<String, BTreeMap<String, Vec<Point>>>,
+    /// The replicate variable and how many of its values the grouped rows hold.
+    pub replicates: Option<(String, usize)>,
+}
+
+pub fn group(
+    rows: &[Row],
+    varied: &[String],
+    x: &str,
+    y: &str,
+    series: &str,
+    replicates: Option<&str>,
+) -> Grouped {
+    // facet → series → x in thousandths → (x, run → (sum of y, count))
+    type Cells = BTreeMap<String, BTreeMap<String, BTreeMap<i64, (f64, RunSums)>>>;
+    type RunSums = BTreeMap<String, (f64, usize)>;
+    let mut cells = Cells::new();
+    let mut replicate_values = BTreeSet::new();
     for row in rows {
         if row.get("failed") == Some(&Value::Bool(true)) {
             continue;
@@ -108,31 +130,31 @@ pub fn group(rows: &[Row], varied: &[String], x: &str, y: &str, series: &str) ->
         let Some(yv) = row.get(y).and_then(Value::as_f64) else {
             continue;
         };
+        if let Some(var) = replicates {
+            replicate_values.insert(text_of(row.get(var)));
+        }
         let facet: Vec<String> = varied
             .iter()
-            .filter(|k| *k != x && *k != series)
-            .map(|k| {
-                let value = row.get(k).and_then(Value::as_str).unwrap_or("");
-                format!("{k}={value}")
-            })
+            .filter(|k| *k != x && *k != series && Some(k.as_str()) != replicates)
+            .map(|k| format!("{k}={}", text_of(row.get(k))))
             .collect();
         let series_value = match row.get(series) {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => other.to_string(),
             None => "all".into(),
+            value => text_of(value),
         };
         // Keyed by x in thousandths so equal x values from different runs meet.
-        let slot = sums
+        let (_, runs) = cells
             .entry(facet.join(","))
             .or_default()
             .entry(series_value)
             .or_default()
             .entry((xv * 1000.0).round() as i64)
-            .or_insert((xv, 0.0, 0));
-        slot.1 += yv;
-        slot.2 += 1;
+            .or_insert((xv, RunSums::new()));
+        let run = runs.entry(text_of(row.get("run"))).or_default();
+        run.0 += yv;
+        run.1 += 1;
     }
-    let facets = sums
+    let facets = cells
         .into_iter()
         .map(|(facet, series)| {
             let series = series
@@ -140,7 +162,13 @@ pub fn group(rows: &[Row], varied: &[String], x: &str, y: &str, series: &str) ->
                 .map(|(name, points)| {
                     let points = points
                         .into_values()
-                        .map(|(x, sum, n)| (x, sum / n as f64))
+                        .map(|(x, runs)| {
+                            // Clients of one run share its trace, so they are not independent
+                            // samples: the run's mean is one sample.
+                            let samples: Vec<f64> =
+                                runs.into_values().map(|(sum, n)| sum / n as f64).collect();
+                            point(x, &samples)
+                        })
                         .collect();
                     (name, points)
                 })
@@ -148,17 +176,57 @@ pub fn group(rows: &[Row], varied: &[String], x: &str, y: &str, series: &str) ->
             (facet, series)
         })
         .collect();
-    Grouped { facets }
+    Grouped {
+        facets,
+        replicates: replicates.map(|var| (var.to_string(), replicate_values.len())),
+    }
 }
 
-/// A text table per facet: one line per x, one column per series.
+/// A row's field as text: strings as they are, other values as JSON, missing as empty.
+fn text_of(value: Option<&Value>) -> String {
+    match value {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The mean of `samples` and the half-width of its 95% confidence interval,
+/// t(0.975, n−1) × s / √n with s the sample standard deviation (0 for one sample).
+fn point(x: f64, samples: &[f64]) -> Point {
+    let n = samples.len();
+    let mean = samples.iter().sum::<f64>() / n as f64;
+    let ci = if n < 2 {
+        0.0
+    } else {
+        let variance = samples.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        student_t_975(n - 1) * variance.sqrt() / (n as f64).sqrt()
+    };
+    Point { x, mean, ci, n }
+}
+
+/// The 0.975 quantile of Student's t with `df` ≥ 1 degrees of freedom: tabulated up to 30, the
+/// normal quantile beyond (within 2% of the exact value there).
+fn student_t_975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    T.get(df - 1).copied().unwrap_or(1.960)
+}
+
+/// A text table per facet: one line per x, one column per series; cells are `mean ± ci` when
+/// some cell has more than one run, with a line naming the replicates under the table.
 pub fn text_table(grouped: &Grouped, x: &str, y: &str) -> String {
     let mut text = String::new();
     for (facet, series) in &grouped.facets {
         let names: Vec<&String> = series.keys().collect();
-        let mut xs: Vec<f64> = series.values().flatten().map(|(x, _)| *x).collect();
+        let mut xs: Vec<f64> = series.values().flatten().map(|p| p.x).collect();
         xs.sort_by(f64::total_cmp);
         xs.dedup();
+        let spread = series.values().flatten().any(|p| p.n > 1);
+        let width = if spread { 20 } else { 14 };
         text += &format!(
             "\n{y} by {x}{}\n",
             if facet.is_empty() {
@@ -169,7 +237,7 @@ pub fn text_table(grouped: &Grouped, x: &str, y: &str) -> String {
         );
         text += &format!("{x:>16}");
         for name in &names {
-            text += &format!("  {name:>14}");
+            text += &format!("  {name:>width$}");
         }
         text.push('\n');
         for xv in xs {
@@ -177,20 +245,32 @@ pub fn text_table(grouped: &Grouped, x: &str, y: &str) -> String {
             for name in &names {
                 let cell = series[*name]
                     .iter()
-                    .find(|(px, _)| *px == xv)
-                    .map(|(_, v)| format!("{v:.3}"))
+                    .find(|p| p.x == xv)
+                    .map(|p| cell_text(p, spread))
                     .unwrap_or_else(|| "-".into());
-                text += &format!("  {cell:>14}");
+                text += &format!("  {cell:>width$}");
             }
             text.push('\n');
+        }
+        if let Some((var, count)) = &grouped.replicates {
+            text += &format!("mean ± 95% CI half-width over {count} replicates of {var}\n");
         }
     }
     text
 }
 
+fn cell_text(point: &Point, spread: bool) -> String {
+    if spread {
+        format!("{:.3} ± {:.3}", point.mean, point.ci)
+    } else {
+        format!("{:.3}", point.mean)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sweep::grid;
     use serde_json::json;
 
     #[test]
@@ -210,13 +290,14 @@ mod tests {
                 &summary,
             ));
         }
-        let grouped = group(&rows, &varied, "d", "startup_delay_s", "policy");
+        let grouped = group(&rows, &varied, "d", "startup_delay_s", "policy", None);
         assert_eq!(grouped.facets.len(), 2);
-        assert_eq!(
-            grouped.facets["b=5mbit"]["up"],
-            vec![(0.0, 1.0), (50.0, 2.0)]
-        );
-        assert_eq!(grouped.facets["b=100mbit"]["up"], vec![(50.0, 4.0)]);
+        let means: Vec<(f64, f64, usize)> = grouped.facets["b=5mbit"]["up"]
+            .iter()
+            .map(|p| (p.x, p.mean, p.n))
+            .collect();
+        assert_eq!(means, vec![(0.0, 1.0, 1), (50.0, 2.0, 1)]);
+        assert_eq!(grouped.facets["b=100mbit"]["up"][0].mean, 4.0);
         let csv = to_csv(&rows, &varied);
         assert!(
             csv.starts_with("run,d,b,failed,node,policy,startup_delay_s\n"),
@@ -224,9 +305,76 @@ mod tests {
         );
         let table = text_table(&grouped, "d", "startup_delay_s");
         assert!(
-            table.contains("(b=5mbit)") && table.contains("2.000"),
+            table.contains("(b=5mbit)") && table.contains("2.000") && !table.contains('±'),
             "{table}"
         );
+    }
+
+    /// Runs of `d` × `trace` with one `up` client each, `y` per run in that order.
+    fn replicated_rows(runs: &[(&str, &str, f64)]) -> Vec<Row> {
+        runs.iter()
+            .flat_map(|(d, trace, y)| {
+                let vars = [
+                    ("d".into(), d.to_string()),
+                    ("trace".into(), trace.to_string()),
+                ];
+                let summary = json!({"clients": [{"policy": "up", "y": y, "failed": false}]});
+                rows_of_run(&grid::label(&vars), &vars, &summary)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn replicates_share_a_cell_with_a_confidence_interval() {
+        let varied = vec!["d".to_string(), "trace".to_string()];
+        let rows = replicated_rows(&[
+            ("0ms", "0", 0.10),
+            ("0ms", "1", 0.20),
+            ("0ms", "2", 0.30),
+            ("50ms", "0", 0.70),
+        ]);
+        let grouped = group(&rows, &varied, "d", "y", "policy", Some("trace"));
+        // The replicate variable is not a facet: one plot, not one per trace.
+        assert_eq!(grouped.facets.keys().collect::<Vec<_>>(), vec![""]);
+        assert_eq!(grouped.replicates, Some(("trace".into(), 3)));
+        let points = &grouped.facets[""]["up"];
+        // mean 0.2, s 0.1, ci = 4.303 × 0.1 / √3
+        assert_eq!(points[0].n, 3);
+        assert!((points[0].mean - 0.2).abs() < 1e-12, "{:?}", points[0]);
+        assert!((points[0].ci - 0.2484).abs() < 1e-4, "{:?}", points[0]);
+        assert_eq!((points[1].mean, points[1].ci, points[1].n), (0.7, 0.0, 1));
+        let table = text_table(&grouped, "d", "y");
+        assert!(table.contains("0.200 ± 0.248"), "{table}");
+        assert!(table.contains("0.700 ± 0.000"), "{table}");
+        assert!(
+            table.contains("mean ± 95% CI half-width over 3 replicates of trace"),
+            "{table}"
+        );
+        // Without --replicates each trace is a facet of its own.
+        let faceted = group(&rows, &varied, "d", "y", "policy", None);
+        assert_eq!(faceted.facets.len(), 3);
+        assert!(faceted
+            .facets
+            .values()
+            .flat_map(|s| s.values().flatten())
+            .all(|p| p.n == 1));
+    }
+
+    #[test]
+    fn clients_of_one_run_are_one_replicate() {
+        let summary = json!({"clients": [{"policy": "up", "y": 1.0}, {"policy": "up", "y": 3.0}]});
+        let vars = [("d".to_string(), "0ms".to_string())];
+        let rows = rows_of_run("d=0ms", &vars, &summary);
+        let grouped = group(&rows, &["d".into()], "d", "y", "policy", None);
+        let cell = grouped.facets[""]["up"][0];
+        assert_eq!((cell.mean, cell.ci, cell.n), (2.0, 0.0, 1));
+    }
+
+    #[test]
+    fn t_quantiles_shrink_to_the_normal_one() {
+        assert_eq!(student_t_975(1), 12.706);
+        assert_eq!(student_t_975(30), 2.042);
+        assert_eq!(student_t_975(31), 1.960);
     }
 
     #[test]

@@ -135,3 +135,35 @@ pub fn alive(pid: i64) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// `cdnlab run TOPOLOGY --name NAME --out (temp dir) ARGS…`: the run's summary and directory.
+/// Fails the test, with the run's output, unless it succeeds and leaves nothing behind.
+pub fn run_topology(name: &str, topology: &str, args: &[&str]) -> (serde_json::Value, PathBuf) {
+    let out = std::env::temp_dir().join(format!("cdnlab-test-{name}"));
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = run(&["clean", name]);
+    let mut all = vec![
+        "run",
+        topology,
+        "--name",
+        name,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    all.extend(args);
+    let result = run(&all);
+    let summary: serde_json::Value = std::fs::read_to_string(out.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no summary ({}):\n{}\n{}",
+                result.status,
+                String::from_utf8_lossy(&result.stdout),
+                String::from_utf8_lossy(&result.stderr)
+            )
+        });
+    assert!(result.status.success(), "{summary}");
+    assert_eq!(leftovers(name), Vec::<String>::new());
+    (summary, out)
+}

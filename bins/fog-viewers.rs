@@ -1,0 +1,5 @@
+//! `fog-viewers --config FILE`: an F-FDN role (see `cdnlab::fog_roles`).
+
+fn main() -> std::process::ExitCode {
+    cdnlab::fog_roles::main("fog-viewers")
+}

@@ -1,0 +1,261 @@
+//! The central cloud (Section III-B) with its four components: the ingestion processor (a
+//! viewer's stream request goes to the FDN most local to it, by the latencies the viewer
+//! measured), the metadata manager (which FDN caches which segments), the fog monitor
+//! (heartbeats over the control plane; an FDN that misses `missed_limit` in a row is down and
+//! its segments leave the metadata) and the video repository (every segment, over HTTP).
+//!
+//! HTTP: `GET /repo/VIDEO/INDEX` a segment; `GET /fdns` the FDNs up, as JSON;
+//! `GET /ingest?lat=fdn1:0.021,fdn2:0.08` `{"fdn": NAME}`; `GET /metadata` the metadata as
+//! JSON. Control plane: [`CloudRequest`] from FDNs.
+
+use super::config::CloudConfig;
+use super::messages::{
+    CloudRequest, CloudResponse, FdnEntry, FdnRequest, FdnResponse, Metadata, SegmentId,
+};
+use super::segment_payload;
+use crate::cdn_roles::http::{self, error};
+use crate::cdn_roles::run::{spawn_http, Running};
+use crate::cdn_roles::{Body, ServeOptions};
+use crate::control::{self, Client, Identity};
+use crate::fog::catalog::Catalog;
+use crate::fog::monitor::{Change, Monitor};
+use hyper::{Request, Response, StatusCode};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+struct Cloud {
+    catalog: Catalog,
+    monitor: Mutex<Monitor>,
+    caches: Mutex<Vec<Vec<SegmentId>>>,
+}
+
+impl Cloud {
+    fn metadata(&self) -> Metadata {
+        let monitor = self.monitor.lock().unwrap_or_else(|p| p.into_inner());
+        let caches = self.caches.lock().unwrap_or_else(|p| p.into_inner());
+        Metadata {
+            fdns: monitor
+                .fdns
+                .iter()
+                .enumerate()
+                .map(|(i, fdn)| FdnEntry {
+                    index: i as u32,
+                    name: fdn.name.clone(),
+                    up: fdn.up,
+                    rtt_mean_s: fdn.rtt.mean(),
+                    rtt_sd_s: fdn.rtt.sd(),
+                    cached: if fdn.up {
+                        caches[i].clone()
+                    } else {
+                        Vec::new()
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    /// The FDNs the monitor holds up.
+    fn up_names(&self) -> Vec<String> {
+        let monitor = self.monitor.lock().unwrap_or_else(|p| p.into_inner());
+        monitor
+            .fdns
+            .iter()
+            .filter(|f| f.up)
+            .map(|f| f.name.clone())
+            .collect()
+    }
+
+    fn handle_control(&self, request: CloudRequest) -> CloudResponse {
+        match request {
+            CloudRequest::Register { index, cached } => {
+                let mut caches = self.caches.lock().unwrap_or_else(|p| p.into_inner());
+                match caches.get_mut(index as usize) {
+                    Some(slot) => {
+                        *slot = cached;
+                        CloudResponse::Registered
+                    }
+                    None => CloudResponse::Refused(format!(
+                        "no FDN index {index}: the cloud knows {}",
+                        caches.len()
+                    )),
+                }
+            }
+            CloudRequest::Metadata => CloudResponse::Metadata(self.metadata()),
+        }
+    }
+
+    fn handle_http(&self, request: &Request<hyper::body::Incoming>) -> Response<Body> {
+        let path = request.uri().path();
+        let query = request.uri().query().unwrap_or("");
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        match parts.as_slice() {
+            ["repo", video, index] => match (video.parse(), index.parse()) {
+                (Ok(v), Ok(i)) => match self.catalog.segment(v, i) {
+                    Some(segment) => http::payload(segment_payload(v, i), segment.bytes),
+                    None => error(StatusCode::NOT_FOUND, "no such segment"),
+                },
+                _ => error(StatusCode::NOT_FOUND, "expected /repo/VIDEO/INDEX"),
+            },
+            ["fdns"] => http::json(&serde_json::json!({ "fdns": self.up_names() })),
+            ["ingest"] => match self.ingest(query) {
+                Ok(fdn) => http::json(&serde_json::json!({ "fdn": fdn })),
+                Err(e) => error(StatusCode::BAD_REQUEST, e),
+            },
+            ["metadata"] => {
+                let metadata = self.metadata();
+                http::json(&serde_json::to_value(&metadata).unwrap_or_default())
+            }
+            _ => error(StatusCode::NOT_FOUND, "unknown path"),
+        }
+    }
+
+    /// The ingestion processor: of the FDNs up, the one with the lowest latency the viewer
+    /// measured (`lat=NAME:SECONDS,...`).
+    fn ingest(&self, query: &str) -> Result<String, String> {
+        let list = query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("lat="))
+            .ok_or("expected ?lat=FDN:SECONDS,...")?;
+        let up = self.up_names();
+        let mut best: Option<(String, f64)> = None;
+        for item in list.split(',').filter(|s| !s.is_empty()) {
+            let (name, seconds) = item
+                .split_once(':')
+                .ok_or_else(|| format!("`{item}` is not FDN:SECONDS"))?;
+            let seconds: f64 = seconds
+                .parse()
+                .map_err(|_| format!("`{seconds}` is not a number of seconds"))?;
+            if up.iter().any(|u| u == name) && best.as_ref().is_none_or(|(_, s)| seconds < *s) {
+                best = Some((name.to_string(), seconds));
+            }
+        }
+        best.map(|(name, _)| name)
+            .ok_or_else(|| "no FDN that is up was measured".to_string())
+    }
+}
+
+/// The fog monitor, one task per FDN: a heartbeat every `heartbeat` over a kept connection,
+/// each answer awaited up to `heartbeat_timeout`; an unanswered heartbeat, or a connection that
+/// cannot be made, is one miss. An FDN that dies is thus marked down within about
+/// `missed_limit × max(heartbeat, heartbeat_timeout)` (3 s by default).
+async fn monitor_fdn(cloud: Arc<Cloud>, config: CloudConfig, identity: Arc<Identity>, i: usize) {
+    let name = config.fdns[i].clone();
+    let addr = format!("{name}:{}", config.control_port);
+    let limit = config.heartbeat_timeout;
+    let mut client: Option<Client> = None;
+    let mut connected_once = false;
+    let mut ticker = tokio::time::interval(config.heartbeat);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        if client.is_none() {
+            // A handshake takes a round trip more than a heartbeat: the first one, while the
+            // FDN may still be starting, gets three answer timeouts; later ones one, so that a
+            // dead FDN costs one timeout per miss. A failure counts as one miss.
+            let wait = if connected_once { limit } else { 3 * limit };
+            client = tokio::time::timeout(wait, connect(&addr, &name, &identity))
+                .await
+                .ok()
+                .and_then(Result::ok);
+            connected_once |= client.is_some();
+        }
+        let started = Instant::now();
+        let answered = match client.as_ref() {
+            Some(c) => {
+                match tokio::time::timeout(limit, c.call::<_, FdnResponse>(&FdnRequest::Heartbeat))
+                    .await
+                {
+                    Ok(Ok(FdnResponse::Alive)) => true,
+                    Ok(Err(_)) => {
+                        // The connection failed: a new one next time.
+                        client = None;
+                        false
+                    }
+                    Err(_) => false,
+                }
+            }
+            None => false,
+        };
+        let mut monitor = cloud.monitor.lock().unwrap_or_else(|p| p.into_inner());
+        let change = if answered {
+            monitor.answered(i, started.elapsed().as_secs_f64())
+        } else {
+            monitor.missed(i)
+        };
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        match change {
+            Change::WentDown => eprintln!(
+                "cloud: fog monitor: {name} is down ({} heartbeats missed; time_unix_s {at:.3}); its segments leave the metadata",
+                monitor.fdns[i].missed
+            ),
+            Change::CameBack => {
+                eprintln!("cloud: fog monitor: {name} is up again (time_unix_s {at:.3})")
+            }
+            Change::None => {}
+        }
+    }
+}
+
+/// A control-plane client to `addr` (`NAME:PORT`, resolved now), verifying it is node `name`.
+pub async fn connect(addr: &str, name: &str, identity: &Identity) -> Result<Client, String> {
+    let resolved = tokio::net::lookup_host(addr)
+        .await
+        .map_err(|e| format!("resolving {addr}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{addr} resolves to no address"))?;
+    Client::connect(resolved, name, identity)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Starts the cloud: HTTP on `http`, the control service on `control_bind`, the fog monitor.
+pub async fn start(
+    config: CloudConfig,
+    identity: Arc<Identity>,
+    http: SocketAddr,
+    control_bind: SocketAddr,
+) -> Result<Running, String> {
+    let cloud = Arc::new(Cloud {
+        catalog: Catalog::generate(&config.catalog),
+        monitor: Mutex::new(Monitor::new(&config.fdns, config.missed_limit)),
+        caches: Mutex::new(vec![Vec::new(); config.fdns.len()]),
+    });
+    let for_control = cloud.clone();
+    let control = control::serve(control_bind, &identity, move |_peer, request| {
+        let cloud = for_control.clone();
+        async move { cloud.handle_control(request) }
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    for i in 0..config.fdns.len() {
+        tokio::spawn(monitor_fdn(
+            cloud.clone(),
+            config.clone(),
+            identity.clone(),
+            i,
+        ));
+    }
+    let handler = move |request: Request<hyper::body::Incoming>| {
+        let cloud = cloud.clone();
+        async move { cloud.handle_http(&request) }
+    };
+    let options = ServeOptions {
+        role: "cloud",
+        access_log: false,
+    };
+    let running = spawn_http(http, handler, options, Some(control)).await?;
+    eprintln!(
+        "cloud: {} videos; FDNs {}; heartbeat every {:?} (answer within {:?}), down after {} missed; HTTP on {}",
+        config.catalog.videos,
+        config.fdns.join(", "),
+        config.heartbeat,
+        config.heartbeat_timeout,
+        config.missed_limit,
+        running.http
+    );
+    Ok(running)
+}

@@ -1,0 +1,271 @@
+//! The config tables of the fog roles (`cloud`, `fdn`, `fog-viewers`), read with the shared
+//! `Keys` reader: every error names its key.
+
+use crate::fog::catalog::CatalogSpec;
+use crate::fog::estimator::Method;
+use crate::role_config::Keys;
+use std::time::Duration;
+use toml::Table;
+
+/// The catalog every fog role of a run generates alike; `catalog = { ... }` overrides a part.
+pub fn default_catalog(seed: u64) -> CatalogSpec {
+    CatalogSpec {
+        seed,
+        videos: 40,
+        segments_min: 10,
+        segments_max: 30,
+        segment_duration_s: 1.0,
+        bitrate_min_bps: 1_000_000,
+        bitrate_max_bps: 4_000_000,
+        processing_min_s: 0.3,
+        processing_max_s: 0.9,
+        processing_cv: 0.2,
+    }
+}
+
+const CATALOG_KEYS: &[&str] = &[
+    "videos",
+    "segments_min",
+    "segments_max",
+    "segment_duration",
+    "bitrate_min",
+    "bitrate_max",
+    "processing_min",
+    "processing_max",
+    "processing_cv",
+];
+
+fn catalog(keys: &Keys, seed: u64) -> Result<CatalogSpec, String> {
+    let mut spec = default_catalog(seed);
+    let Some(table) = keys.table("catalog") else {
+        return Ok(spec);
+    };
+    table.only(CATALOG_KEYS, "`catalog`")?;
+    let rate = |key: &str| -> Result<Option<u64>, String> {
+        table
+            .string(key)?
+            .map(|text| netem::units::parse_rate_bps(text).or_else(|e| table.fail(key, e)))
+            .transpose()
+    };
+    spec.videos = table.count("videos")?.unwrap_or(spec.videos);
+    spec.segments_min = table.count("segments_min")?.unwrap_or(spec.segments_min);
+    spec.segments_max = table.count("segments_max")?.unwrap_or(spec.segments_max);
+    if let Some(d) = table.duration("segment_duration")? {
+        spec.segment_duration_s = d.as_secs_f64();
+    }
+    spec.bitrate_min_bps = rate("bitrate_min")?.unwrap_or(spec.bitrate_min_bps);
+    spec.bitrate_max_bps = rate("bitrate_max")?.unwrap_or(spec.bitrate_max_bps);
+    if let Some(d) = table.duration("processing_min")? {
+        spec.processing_min_s = d.as_secs_f64();
+    }
+    if let Some(d) = table.duration("processing_max")? {
+        spec.processing_max_s = d.as_secs_f64();
+    }
+    spec.processing_cv = table.number("processing_cv")?.unwrap_or(spec.processing_cv);
+    if spec.videos == 0 || spec.segments_min == 0 || spec.segments_max < spec.segments_min {
+        return keys.fail(
+            "catalog",
+            "needs videos ≥ 1 and 1 ≤ segments_min ≤ segments_max",
+        );
+    }
+    if spec.processing_max_s < spec.processing_min_s || spec.bitrate_max_bps < spec.bitrate_min_bps
+    {
+        return keys.fail("catalog", "a maximum is below its minimum");
+    }
+    Ok(spec)
+}
+
+#[derive(Debug, Clone)]
+pub struct CloudConfig {
+    pub catalog: CatalogSpec,
+    /// The FDNs' node names, in index order.
+    pub fdns: Vec<String>,
+    pub port: u16,
+    pub control_port: u16,
+    pub heartbeat: Duration,
+    /// How long a heartbeat's answer (or a new connection) is awaited.
+    pub heartbeat_timeout: Duration,
+    pub missed_limit: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct FdnConfig {
+    pub catalog: CatalogSpec,
+    /// This FDN's place in the cloud's `fdns` (its cache placement follows from it).
+    pub index: usize,
+    pub cloud: String,
+    pub method: Method,
+    /// Share of every video's segments held pre-processed (0–1).
+    pub caching: f64,
+    /// Share of videos a CDN site holds whole (the CDN method).
+    pub cdn_share: f64,
+    pub workers: usize,
+    pub seed: u64,
+    pub port: u16,
+    pub control_port: u16,
+    /// Transfers from the cloud and each neighbour measured at start, to seed the path models.
+    pub probes: usize,
+    pub metadata_interval: Duration,
+    /// Presentation time of the first segment after a request arrives.
+    pub startup: Duration,
+    pub fetch_timeout: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct ViewersConfig {
+    pub catalog: CatalogSpec,
+    pub cloud: String,
+    pub seed: u64,
+    pub trace: u64,
+    pub window: Duration,
+    pub segments: usize,
+    pub startup: Duration,
+    pub probes: usize,
+    /// Give up on a segment after this long (it counts as missed).
+    pub segment_timeout: Duration,
+}
+
+fn seed(keys: &Keys) -> Result<u64, String> {
+    Ok(keys.integer("seed")?.unwrap_or(1))
+}
+
+pub fn cloud(table: &Table) -> Result<CloudConfig, String> {
+    let keys = Keys::new(table);
+    keys.only(
+        &[
+            "seed",
+            "catalog",
+            "fdns",
+            "port",
+            "control_port",
+            "heartbeat",
+            "heartbeat_timeout",
+            "missed_limit",
+        ],
+        "role cloud",
+    )?;
+    let fdns = match keys.value("fdns") {
+        Some(toml::Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or(()))
+            .collect::<Result<Vec<_>, _>>()
+            .or_else(|()| keys.fail("fdns", "expected a list of node names"))?,
+        Some(_) => return keys.fail("fdns", "expected a list of node names"),
+        None => return keys.fail("fdns", "is required: the FDNs' node names"),
+    };
+    if fdns.is_empty() {
+        return keys.fail("fdns", "names no FDN");
+    }
+    Ok(CloudConfig {
+        catalog: catalog(&keys, seed(&keys)?)?,
+        fdns,
+        port: keys.port("port", 80)?,
+        control_port: keys.port("control_port", 4433)?,
+        heartbeat: keys
+            .duration("heartbeat")?
+            .unwrap_or(Duration::from_millis(500)),
+        heartbeat_timeout: keys
+            .duration("heartbeat_timeout")?
+            .unwrap_or(Duration::from_secs(1)),
+        missed_limit: keys.count("missed_limit")?.unwrap_or(3) as u32,
+    })
+}
+
+/// `30%` or `0.3`: a share in [0, 1].
+fn share(keys: &Keys, key: &str, default: f64) -> Result<f64, String> {
+    let value = match keys.value(key) {
+        Some(toml::Value::String(text)) if text.trim().ends_with('%') => {
+            netem::units::parse_percent(text).or_else(|e| keys.fail(key, e))?
+        }
+        _ => keys.number(key)?.unwrap_or(default),
+    };
+    if !(0.0..=1.0).contains(&value) {
+        return keys.fail(
+            key,
+            format!("{value} is not a share between 0 and 1 (or 0% and 100%)"),
+        );
+    }
+    Ok(value)
+}
+
+pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
+    let keys = Keys::new(table);
+    keys.only(
+        &[
+            "seed",
+            "catalog",
+            "index",
+            "cloud",
+            "method",
+            "caching",
+            "cdn_share",
+            "workers",
+            "port",
+            "control_port",
+            "probes",
+            "metadata_interval",
+            "startup",
+            "fetch_timeout",
+        ],
+        "role fdn",
+    )?;
+    let method = match keys.string("method")? {
+        Some(name) => Method::parse(name).or_else(|e| keys.fail("method", e))?,
+        None => return keys.fail("method", "is required"),
+    };
+    let seed = seed(&keys)?;
+    Ok(FdnConfig {
+        catalog: catalog(&keys, seed)?,
+        index: keys
+            .count("index")?
+            .ok_or("config key `index` is required")?,
+        cloud: keys.string("cloud")?.unwrap_or("cloud").to_string(),
+        method,
+        caching: share(&keys, "caching", 0.3)?,
+        cdn_share: share(&keys, "cdn_share", 0.75)?,
+        workers: keys.count("workers")?.unwrap_or(3).max(1),
+        seed,
+        port: keys.port("port", 80)?,
+        control_port: keys.port("control_port", 4433)?,
+        probes: keys.count("probes")?.unwrap_or(3),
+        metadata_interval: keys
+            .duration("metadata_interval")?
+            .unwrap_or(Duration::from_millis(500)),
+        startup: keys.duration("startup")?.unwrap_or(Duration::from_secs(1)),
+        fetch_timeout: keys
+            .duration("fetch_timeout")?
+            .unwrap_or(Duration::from_secs(10)),
+    })
+}
+
+pub fn viewers(table: &Table) -> Result<ViewersConfig, String> {
+    let keys = Keys::new(table);
+    keys.only(
+        &[
+            "seed",
+            "catalog",
+            "cloud",
+            "trace",
+            "window",
+            "segments",
+            "startup",
+            "probes",
+            "segment_timeout",
+        ],
+        "role fog-viewers",
+    )?;
+    let seed = seed(&keys)?;
+    Ok(ViewersConfig {
+        catalog: catalog(&keys, seed)?,
+        cloud: keys.string("cloud")?.unwrap_or("cloud").to_string(),
+        seed,
+        trace: keys.integer("trace")?.unwrap_or(0),
+        window: keys.duration("window")?.unwrap_or(Duration::from_secs(30)),
+        segments: keys.count("segments")?.unwrap_or(350),
+        startup: keys.duration("startup")?.unwrap_or(Duration::from_secs(1)),
+        probes: keys.count("probes")?.unwrap_or(3),
+        segment_timeout: keys
+            .duration("segment_timeout")?
+            .unwrap_or(Duration::from_secs(30)),
+    })
+}

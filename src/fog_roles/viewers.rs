@@ -1,0 +1,317 @@
+//! The viewers of one region (`fog-viewers`): a workload trace of stream requests, each
+//! arriving at its time, sent to the FDN the cloud's ingestion processor picks from the
+//! latencies the viewers measured, and played segment by segment in order. A segment that
+//! arrives after its presentation time missed its deadline; it is still taken (video on
+//! demand). Writes `segments.csv` (one row per segment), `viewers.csv` (one row per stream
+//! request: a viewer) and `summary.json` with `deadline_miss_rate` overall.
+
+use super::config::ViewersConfig;
+use crate::fog::catalog::Catalog;
+use crate::fog::stats::PathModel;
+use crate::fog::workload::{deadline_s, Trace};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// One segment as the viewer saw it.
+#[derive(Debug, Clone)]
+struct Record {
+    request: usize,
+    video: usize,
+    /// Seconds after the trace began that the request arrived.
+    arrival_s: f64,
+    fdn: String,
+    index: usize,
+    deadline_s: f64,
+    /// Seconds after the trace began; `None` if it never arrived.
+    received_s: Option<f64>,
+    source: String,
+}
+
+impl Record {
+    fn missed(&self) -> bool {
+        self.received_s.is_none_or(|r| r > self.deadline_s)
+    }
+}
+
+async fn get_json(client: &reqwest::Client, url: &str) -> Result<Value, String> {
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    let status = response.status();
+    let text = response.text().await.map_err(|e| format!("{url}: {e}"))?;
+    if !status.is_success() {
+        return Err(format!("{url}: {status}: {}", text.trim()));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("{url}: {e}"))
+}
+
+/// Times `probes` transfers of 250 kB from each FDN: the viewers' path models.
+async fn measure(
+    client: &reqwest::Client,
+    fdns: &[String],
+    probes: usize,
+) -> BTreeMap<String, PathModel> {
+    let mut paths = BTreeMap::new();
+    for fdn in fdns {
+        let mut path = PathModel::default();
+        for _ in 0..probes.max(2) {
+            let start = Instant::now();
+            let Ok(response) = client
+                .get(format!("http://{fdn}/probe?bytes=250000"))
+                .send()
+                .await
+            else {
+                continue;
+            };
+            let first = start.elapsed().as_secs_f64();
+            if let Ok(body) = response.bytes().await {
+                path.observe(body.len() as u64, first, start.elapsed().as_secs_f64());
+            }
+        }
+        if path.known() {
+            paths.insert(fdn.clone(), path);
+        }
+    }
+    paths
+}
+
+/// What every stream request of a trace shares.
+struct Context {
+    client: reqwest::Client,
+    config: ViewersConfig,
+    catalog: Catalog,
+    paths: BTreeMap<String, PathModel>,
+    /// When the trace began.
+    origin: Instant,
+}
+
+/// Plays one stream request; returns its segments' records and the FDN's method.
+async fn play(
+    context: std::sync::Arc<Context>,
+    request: usize,
+    arrival_s: f64,
+    video: usize,
+) -> Result<(Vec<Record>, String), String> {
+    let Context {
+        client,
+        config,
+        catalog,
+        paths,
+        origin,
+    } = &*context;
+    let origin = *origin;
+    tokio::time::sleep_until((origin + Duration::from_secs_f64(arrival_s)).into()).await;
+    let lat: Vec<String> = paths
+        .iter()
+        .map(|(name, p)| format!("{name}:{:.6}", p.first_byte.mean()))
+        .collect();
+    let ingest = get_json(
+        client,
+        &format!("http://{}/ingest?lat={}", config.cloud, lat.join(",")),
+    )
+    .await?;
+    let fdn = ingest["fdn"]
+        .as_str()
+        .ok_or("the cloud named no FDN")?
+        .to_string();
+    let path = *paths
+        .get(&fdn)
+        .ok_or_else(|| format!("the cloud named {fdn}, which was not measured"))?;
+    let opened = get_json(
+        client,
+        &format!(
+            "http://{fdn}/open/{video}?fb={:.6},{:.6}&pb={:.12},{:.12}",
+            path.first_byte.mean(),
+            path.first_byte.sd(),
+            path.per_byte.mean(),
+            path.per_byte.sd()
+        ),
+    )
+    .await?;
+    let session = opened["session"].as_u64().ok_or("no session")?;
+    let method = opened["method"].as_str().unwrap_or_default().to_string();
+    let n = catalog.videos[video].segments.len();
+    let mut records = Vec::with_capacity(n);
+    for index in 0..n {
+        let deadline = arrival_s
+            + deadline_s(
+                index,
+                config.startup.as_secs_f64(),
+                catalog.spec.segment_duration_s,
+            );
+        let url = format!("http://{fdn}/segment/{session}/{index}");
+        let outcome = async {
+            let response = client.get(&url).send().await.map_err(|e| e.to_string())?;
+            let source = response
+                .headers()
+                .get("x-source")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            if !response.status().is_success() {
+                return Err(format!("{source}: status {}", response.status()));
+            }
+            response.bytes().await.map_err(|e| e.to_string())?;
+            Ok(source)
+        };
+        let (received_s, source) = match tokio::time::timeout(config.segment_timeout, outcome).await
+        {
+            Ok(Ok(source)) => (Some(origin.elapsed().as_secs_f64()), source),
+            Ok(Err(e)) => (None, format!("failed: {e}")),
+            Err(_) => (None, "failed: timed out".to_string()),
+        };
+        records.push(Record {
+            request,
+            video,
+            arrival_s,
+            fdn: fdn.clone(),
+            index,
+            deadline_s: deadline,
+            received_s,
+            source,
+        });
+    }
+    Ok((records, method))
+}
+
+/// Runs the trace; the summary (also written with the CSVs to `out`).
+pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value, String> {
+    let client = reqwest::Client::builder()
+        .build()
+        .map_err(|e| format!("HTTP client: {e}"))?;
+    let catalog = Catalog::generate(&config.catalog);
+    let fdns_url = format!("http://{}/fdns", config.cloud);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let fdns: Vec<String> = loop {
+        let listed = get_json(&client, &fdns_url).await.ok().and_then(|v| {
+            v["fdns"].as_array().map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect::<Vec<_>>()
+            })
+        });
+        match listed {
+            Some(list) if !list.is_empty() => break list,
+            _ if Instant::now() > deadline => return Err(format!("{fdns_url} lists no FDN")),
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    };
+    let paths = measure(&client, &fdns, config.probes).await;
+    if paths.is_empty() {
+        return Err(format!("no FDN answered a probe ({})", fdns.join(", ")));
+    }
+    let trace = Trace::generate(
+        &catalog,
+        config.seed,
+        config.trace,
+        config.window.as_secs_f64(),
+        config.segments,
+    );
+    let origin_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let context = std::sync::Arc::new(Context {
+        client,
+        config,
+        catalog,
+        paths,
+        origin: Instant::now(),
+    });
+    let mut plays = tokio::task::JoinSet::new();
+    for (r, request) in trace.requests.iter().enumerate() {
+        plays.spawn(play(context.clone(), r, request.arrival_s, request.video));
+    }
+    let mut records = Vec::new();
+    let mut methods = Vec::new();
+    let mut errors = Vec::new();
+    for result in plays.join_all().await {
+        match result {
+            Ok((mut r, method)) => {
+                records.append(&mut r);
+                methods.push(method);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    records.sort_by_key(|r| (r.request, r.index));
+    write_outputs(out, &records)?;
+    let total = records.len() + errors.len();
+    let missed = records.iter().filter(|r| r.missed()).count() + errors.len();
+    let mut by_source: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for r in &records {
+        let kind = r.source.split(':').next().unwrap_or("").to_string();
+        let entry = by_source.entry(kind).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(r.missed());
+    }
+    let per_viewer = viewer_rates(&records);
+    methods.sort();
+    methods.dedup();
+    Ok(json!({
+        "node": node,
+        "method": methods.join(","),
+        "trace": context.config.trace,
+        "origin_unix_s": origin_unix_s,
+        "requests": trace.requests.len(),
+        "segments": records.len(),
+        "failed_requests": errors.len(),
+        "request_errors": errors.iter().take(5).collect::<Vec<_>>(),
+        "deadline_misses": missed,
+        "deadline_miss_rate": if total == 0 { 0.0 } else { missed as f64 / total as f64 },
+        "viewer_miss_rate_mean": if per_viewer.is_empty() { 0.0 } else { per_viewer.iter().sum::<f64>() / per_viewer.len() as f64 },
+        "segments_by_source": by_source.iter().map(|(k, (n, m))| (k.clone(), json!({"segments": n, "missed": m}))).collect::<serde_json::Map<_, _>>(),
+        "failed": total == 0 || errors.len() == trace.requests.len(),
+    }))
+}
+
+/// Each stream request's (viewer's) miss rate, in request order.
+fn viewer_rates(records: &[Record]) -> Vec<f64> {
+    let mut rates = Vec::new();
+    for group in records.chunk_by(|a, b| a.request == b.request) {
+        let missed = group.iter().filter(|r| r.missed()).count();
+        rates.push(missed as f64 / group.len() as f64);
+    }
+    rates
+}
+
+fn write_outputs(out: &Path, records: &[Record]) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut segments =
+        String::from("request,video,arrival_s,fdn,index,deadline_s,received_s,missed,source\n");
+    for r in records {
+        segments += &format!(
+            "{},{},{:.6},{},{},{:.6},{},{},{}\n",
+            r.request,
+            r.video,
+            r.arrival_s,
+            r.fdn,
+            r.index,
+            r.deadline_s,
+            r.received_s.map(|s| format!("{s:.6}")).unwrap_or_default(),
+            r.missed(),
+            r.source.replace(',', ";")
+        );
+    }
+    let mut viewers = String::from("request,video,fdn,segments,deadline_miss_rate\n");
+    for group in records.chunk_by(|a, b| a.request == b.request) {
+        let missed = group.iter().filter(|r| r.missed()).count();
+        viewers += &format!(
+            "{},{},{},{},{:.4}\n",
+            group[0].request,
+            group[0].video,
+            group[0].fdn,
+            group.len(),
+            missed as f64 / group.len() as f64
+        );
+    }
+    for (name, text) in [("segments.csv", segments), ("viewers.csv", viewers)] {
+        let path = out.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}

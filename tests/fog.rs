@@ -1,0 +1,143 @@
+//! Root-only: the F-FDN system (papers/003) on real processes, short. Robust F-FDN, which can
+//! use its cache, its neighbours' caches, on-demand processing and the cloud, misses no more
+//! deadlines than Central Cloud and CDN on the same trace; and a killed FDN is marked down by
+//! the cloud's fog monitor within its heartbeat window, its segments leave the metadata, and
+//! the viewers finish (misses recorded, nothing hangs).
+
+mod common;
+
+use common::{can_run_labs, run_topology};
+use serde_json::Value;
+use std::path::PathBuf;
+
+const TOPOLOGY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/f-fdn.toml");
+
+/// Runs f-fdn.toml as lab `name` with a short trace and `sets`; returns the viewers' summary
+/// and the run directory.
+fn run_ffdn(name: &str, sets: &[&str]) -> (Value, PathBuf) {
+    let mut args = vec![
+        "--timeout",
+        "180s",
+        "--set",
+        "window=15s",
+        "--set",
+        "segments=200",
+    ];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let (summary, out) = run_topology(name, TOPOLOGY, &args);
+    let viewers = summary["clients"][0].clone();
+    assert_eq!(viewers["failed"], false, "{viewers}");
+    assert_eq!(viewers["failed_requests"], 0, "{viewers}");
+    (viewers, out)
+}
+
+fn miss_rate(viewers: &Value) -> f64 {
+    viewers["deadline_miss_rate"]
+        .as_f64()
+        .expect("deadline_miss_rate")
+}
+
+#[test]
+fn robust_ffdn_misses_no_more_deadlines_than_central_cloud_and_cdn() {
+    if !can_run_labs() {
+        return;
+    }
+    let mut rates = Vec::new();
+    for method in ["central-cloud", "cdn", "robust-ffdn"] {
+        let (viewers, out) = run_ffdn("t-ffdn-method", &[&format!("method={method}")]);
+        assert_eq!(viewers["method"], method, "{viewers}");
+        let rate = miss_rate(&viewers);
+        assert!((0.0..=1.0).contains(&rate), "{method}: {viewers}");
+        rates.push((method, rate, viewers));
+        let _ = std::fs::remove_dir_all(out);
+    }
+    let [(_, cloud, cloud_summary), (_, cdn, cdn_summary), (_, robust, robust_summary)] =
+        &rates[..]
+    else {
+        unreachable!()
+    };
+    assert!(
+        robust <= cloud && robust <= cdn,
+        "robust-ffdn {robust} vs central-cloud {cloud}, cdn {cdn}:\n{robust_summary}\n{cloud_summary}\n{cdn_summary}"
+    );
+    // Central Cloud sends every segment from the cloud; Robust F-FDN uses every source.
+    let sources = &robust_summary["segments_by_source"];
+    assert!(
+        sources["local-cache"]["segments"].as_u64() > Some(0),
+        "{sources}"
+    );
+    assert_eq!(
+        cloud_summary["segments_by_source"]
+            .as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["cloud".to_string()])
+    );
+}
+
+/// The `time_unix_s` of the cloud's log line saying `fdn` went down.
+fn down_time(cloud_log: &str, fdn: &str) -> Option<f64> {
+    cloud_log
+        .lines()
+        .find(|l| l.contains(&format!("fog monitor: {fdn} is down")))?
+        .split("time_unix_s ")
+        .nth(1)?
+        .split(')')
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn a_killed_fdn_is_noticed_and_its_segments_go_elsewhere() {
+    if !can_run_labs() {
+        return;
+    }
+    let (viewers, out) = run_ffdn(
+        "t-ffdn-fault",
+        &["method=robust-ffdn", "fail=fdn2", "fail_at=6s"],
+    );
+    let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap();
+    let stopped: f64 = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["event"] == "node_stop" && e["node"] == "fdn2")
+        .and_then(|e| e["time_unix_s"].as_f64())
+        .unwrap_or_else(|| panic!("no node_stop of fdn2 in {events}"));
+    let cloud_log = std::fs::read_to_string(out.join("logs/cloud.log")).unwrap();
+    let down = down_time(&cloud_log, "fdn2")
+        .unwrap_or_else(|| panic!("the fog monitor never marked fdn2 down:\n{cloud_log}"));
+    // Three missed heartbeats, each waited for up to 1 s (the heartbeat window, 3 s), and up
+    // to one 500 ms period before the first.
+    let noticed = down - stopped;
+    assert!(
+        (0.0..=3.5).contains(&noticed),
+        "fdn2 stopped at {stopped}, marked down at {down} ({noticed:.2} s)"
+    );
+    // Once the metadata (read every 500 ms) says so, no segment is sent for from fdn2.
+    let origin = viewers["origin_unix_s"].as_f64().unwrap();
+    let csv = std::fs::read_to_string(out.join("nodes/viewers/segments.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (arrival, source) = (col("arrival_s"), col("source"));
+    let mut late_from_fdn2 = Vec::new();
+    let mut after = 0;
+    for line in csv.lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').collect();
+        let at = origin + fields[arrival].parse::<f64>().unwrap();
+        if at > down + 1.0 {
+            after += 1;
+            if fields[source] == "neighbor:fdn2" {
+                late_from_fdn2.push(line.to_string());
+            }
+        }
+    }
+    assert!(after > 0, "no request arrived after fdn2 went down");
+    assert_eq!(
+        late_from_fdn2,
+        Vec::<String>::new(),
+        "segments from fdn2 after it was down"
+    );
+    let _ = std::fs::remove_dir_all(out);
+}
