@@ -74,6 +74,11 @@ pub fn axis_value(text: &str) -> Option<f64> {
     if let Ok(bps) = netem::units::parse_rate_bps(text) {
         return Some(bps as f64 / 1e6);
     }
+    if text.trim().ends_with('%') {
+        return netem::units::parse_percent(text)
+            .ok()
+            .map(|share| share * 100.0);
+    }
     text.trim().parse().ok()
 }
 
@@ -83,6 +88,8 @@ pub fn axis_title(name: &str, sample: &str) -> String {
         format!("{name} (ms)")
     } else if netem::units::parse_rate_bps(sample).is_ok() {
         format!("{name} (Mbit/s)")
+    } else if sample.trim().ends_with('%') {
+        format!("{name} (%)")
     } else {
         name.to_string()
     }
@@ -382,6 +389,8 @@ mod tests {
         assert_eq!(axis_value("50ms"), Some(50.0));
         assert_eq!(axis_value("5mbit"), Some(5.0));
         assert_eq!(axis_value("6"), Some(6.0));
+        assert_eq!(axis_value("30%"), Some(30.0));
+        assert_eq!(axis_title("caching", "30%"), "caching (%)");
         assert_eq!(axis_value("fast"), None);
         assert_eq!(axis_title("d", "50ms"), "d (ms)");
         assert_eq!(axis_title("b", "5mbit"), "b (Mbit/s)");
