@@ -95,17 +95,21 @@ fn robust_ffdn_misses_no_more_deadlines_than_central_cloud_and_cdn() {
     }
 }
 
-/// The `time_unix_s` of the cloud's log line saying `fdn` went down.
-fn down_time(cloud_log: &str, fdn: &str) -> Option<f64> {
+/// The `time_unix_s` of the first line of the cloud's log saying `fdn` went down at or after
+/// `since`.
+fn down_time(cloud_log: &str, fdn: &str, since: f64) -> Option<f64> {
     cloud_log
         .lines()
-        .find(|l| l.contains(&format!("fog monitor: {fdn} is down")))?
-        .split("time_unix_s ")
-        .nth(1)?
-        .split(')')
-        .next()?
-        .parse()
-        .ok()
+        .filter(|l| l.contains(&format!("fog monitor: {fdn} is down")))
+        .filter_map(|l| {
+            l.split("time_unix_s ")
+                .nth(1)?
+                .split(')')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .find(|t: &f64| *t >= since)
 }
 
 #[test]
@@ -125,7 +129,13 @@ fn a_killed_fdn_is_noticed_and_its_segments_go_elsewhere() {
         .and_then(|e| e["time_unix_s"].as_f64())
         .unwrap_or_else(|| panic!("no node_stop of fdn2 in {events}"));
     let cloud_log = std::fs::read_to_string(out.join("logs/cloud.log")).unwrap();
-    let down = down_time(&cloud_log, "fdn2")
+    // It was up and answering before: no down line before the kill.
+    assert_eq!(
+        down_time(&cloud_log, "fdn2", 0.0),
+        down_time(&cloud_log, "fdn2", stopped),
+        "{cloud_log}"
+    );
+    let down = down_time(&cloud_log, "fdn2", stopped)
         .unwrap_or_else(|| panic!("the fog monitor never marked fdn2 down:\n{cloud_log}"));
     // Three missed heartbeats, each waited for up to 1 s (the heartbeat window, 3 s), and up
     // to one 500 ms period before the first.

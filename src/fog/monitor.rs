@@ -1,6 +1,7 @@
 //! The fog monitor's bookkeeping (Section III-B): heartbeats to every FDN, the round trips they
 //! measure, and an FDN marked down after `missed_limit` heartbeats in a row go unanswered
-//! (and up again on its next answer).
+//! (and up again on its next answer). An FDN is up from its first answer: one still starting is
+//! not yet in the metadata, rather than marked down.
 
 use super::stats::RunningStats;
 
@@ -8,6 +9,8 @@ use super::stats::RunningStats;
 pub struct FdnHealth {
     pub name: String,
     pub up: bool,
+    /// Has it ever answered?
+    pub seen: bool,
     /// Heartbeats unanswered in a row.
     pub missed: u32,
     pub rtt: RunningStats,
@@ -23,12 +26,14 @@ pub struct Monitor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
     None,
+    /// First answer.
+    Joined,
     WentDown,
     CameBack,
 }
 
 impl Monitor {
-    /// Every FDN starts up: the cloud learns otherwise from the first missed heartbeats.
+    /// No FDN is up until it answers.
     pub fn new(names: &[String], missed_limit: u32) -> Monitor {
         Monitor {
             missed_limit: missed_limit.max(1),
@@ -36,7 +41,8 @@ impl Monitor {
                 .iter()
                 .map(|name| FdnHealth {
                     name: name.clone(),
-                    up: true,
+                    up: false,
+                    seen: false,
                     missed: 0,
                     rtt: RunningStats::default(),
                 })
@@ -49,11 +55,18 @@ impl Monitor {
         let fdn = &mut self.fdns[i];
         fdn.missed = 0;
         fdn.rtt.push(rtt_s);
-        if fdn.up {
-            Change::None
-        } else {
-            fdn.up = true;
-            Change::CameBack
+        let first = !fdn.seen;
+        fdn.seen = true;
+        match (fdn.up, first) {
+            (true, _) => Change::None,
+            (false, true) => {
+                fdn.up = true;
+                Change::Joined
+            }
+            (false, false) => {
+                fdn.up = true;
+                Change::CameBack
+            }
         }
     }
 
@@ -75,9 +88,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_fdn_is_up_from_its_first_answer_and_not_down_before() {
+        let mut monitor = Monitor::new(&["a".into()], 2);
+        assert!(!monitor.fdns[0].up);
+        for _ in 0..5 {
+            assert_eq!(monitor.missed(0), Change::None, "still starting");
+        }
+        assert_eq!(monitor.answered(0, 0.02), Change::Joined);
+        assert!(monitor.fdns[0].up);
+    }
+
+    #[test]
     fn an_fdn_goes_down_after_the_missed_limit_and_comes_back_on_an_answer() {
         let mut monitor = Monitor::new(&["a".into(), "b".into()], 3);
-        assert_eq!(monitor.answered(0, 0.02), Change::None);
+        assert_eq!(monitor.answered(0, 0.02), Change::Joined);
+        monitor.answered(1, 0.02);
         assert_eq!(monitor.missed(0), Change::None);
         assert_eq!(monitor.missed(0), Change::None);
         assert!(monitor.fdns[0].up);
@@ -94,6 +119,7 @@ mod tests {
     #[test]
     fn an_answer_between_misses_resets_the_count() {
         let mut monitor = Monitor::new(&["a".into()], 2);
+        monitor.answered(0, 0.01);
         monitor.missed(0);
         monitor.answered(0, 0.01);
         assert_eq!(monitor.missed(0), Change::None);

@@ -192,6 +192,7 @@ async fn monitor_fdn(cloud: Arc<Cloud>, config: CloudConfig, identity: Arc<Ident
                 "cloud: fog monitor: {name} is down ({} heartbeats missed; time_unix_s {at:.3}); its segments leave the metadata",
                 monitor.fdns[i].missed
             ),
+            Change::Joined => eprintln!("cloud: fog monitor: {name} is up (time_unix_s {at:.3})"),
             Change::CameBack => {
                 eprintln!("cloud: fog monitor: {name} is up again (time_unix_s {at:.3})")
             }
