@@ -110,6 +110,43 @@ impl<'a> Keys<'a> {
         }
     }
 
+    /// A required, non-empty list: an array of strings or numbers, or one string of
+    /// comma-separated items (what a `${var}` substitutes to). Items come back as text.
+    pub fn items(&self, key: &str) -> Result<Vec<String>, String> {
+        let items: Vec<String> = match self.table.get(key) {
+            None => return self.fail(key, "is required"),
+            Some(Value::String(text)) => text.split(',').map(|s| s.trim().to_string()).collect(),
+            Some(Value::Array(values)) => values
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Some(s.trim().to_string()),
+                    Value::Integer(n) => Some(n.to_string()),
+                    Value::Float(x) => Some(x.to_string()),
+                    _ => None,
+                })
+                .collect::<Option<_>>()
+                .map_or_else(|| self.fail(key, "expected strings or numbers"), Ok)?,
+            Some(other) => {
+                return self.fail(key, format!("expected a list, found {}", other.type_str()))
+            }
+        };
+        if items.is_empty() || items.iter().any(String::is_empty) {
+            return self.fail(key, "is empty or has an empty item");
+        }
+        Ok(items)
+    }
+
+    /// A required list of finite numbers ≥ 0 (see [`Keys::items`]).
+    pub fn numbers(&self, key: &str) -> Result<Vec<f64>, String> {
+        self.items(key)?
+            .iter()
+            .map(|text| match text.parse::<f64>() {
+                Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
+                _ => self.fail(key, format!("`{text}` is not a number ≥ 0")),
+            })
+            .collect()
+    }
+
     /// A boolean, or a string holding `true` or `false`.
     pub fn boolean(&self, key: &str) -> Result<Option<bool>, String> {
         match self.table.get(key) {
@@ -287,5 +324,26 @@ mod tests {
             keys.only(&["n", "p", "b", "x"], "a video").unwrap_err(),
             "unknown config key `v[0].k` for a video (known: n, p, b, x)"
         );
+    }
+
+    #[test]
+    fn lists_as_arrays_or_comma_separated_strings() {
+        let t = table("a = ['x', 'y']\ns = 'x, y'\nn = [1, 2.5, '3']\nbad = '1,,2'\nneg = '1,-2'");
+        let keys = Keys::new(&t);
+        assert_eq!(keys.items("a").unwrap(), ["x", "y"]);
+        assert_eq!(keys.items("s").unwrap(), ["x", "y"]);
+        assert_eq!(keys.numbers("n").unwrap(), [1.0, 2.5, 3.0]);
+        assert!(keys
+            .items("bad")
+            .unwrap_err()
+            .contains("`bad`: is empty or has an empty item"));
+        assert!(keys
+            .numbers("neg")
+            .unwrap_err()
+            .contains("`-2` is not a number ≥ 0"));
+        assert!(keys
+            .items("absent")
+            .unwrap_err()
+            .contains("`absent`: is required"));
     }
 }

@@ -1,6 +1,45 @@
 //! The cdnlab role binaries a topology node may name with `role = "..."`. Each is built from
 //! `bins/` and installed beside the `cdnlab` executable.
 
+use std::future::Future;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `ROLE --config FILE`: parses the flags, starts a two-worker tokio runtime and runs `run`
+/// with the config file's path; an error is printed as `ROLE: message` with a failing exit.
+pub fn main<F, Fut>(role: &'static str, run: F) -> ExitCode
+where
+    F: FnOnce(&'static str, PathBuf) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let mut args = std::env::args_os().skip(1);
+    let config = match (args.next(), args.next(), args.next()) {
+        (Some(flag), Some(path), None) if flag == "--config" => PathBuf::from(path),
+        _ => {
+            eprintln!("usage: {role} --config FILE (the node's config table as TOML)");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("{role}: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(role, config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{role}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Every role a topology may name.
 pub const ROLES: &[&str] = &[
     "probe",
@@ -12,6 +51,11 @@ pub const ROLES: &[&str] = &[
     "cloud",
     "fdn",
     "fog-viewers",
+    "icn-router",
+    "icn-border",
+    "cdn-site",
+    "controller",
+    "icn-load",
 ];
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 pub fn run(options: &BenchOptions) -> Result<Report> {
     let tools = Tools::find()?;
     let (seconds, rounds) = if options.quick { (3, 1) } else { (10, 3) };
-    let work = WorkDir::create()?;
+    let work = WorkDir::create("http")?;
     let media = work.path.join("media");
     for (quality, _, bytes) in OBJECTS {
         write_object(&media.join(VIDEO).join(quality), bytes)?;
@@ -293,7 +293,7 @@ impl Tools {
 }
 
 /// `program` on PATH, or in /usr/sbin (where Debian puts nginx, off a user's PATH).
-fn find_program(program: &str) -> Option<PathBuf> {
+pub(super) fn find_program(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")
         .into_iter()
         .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
@@ -303,7 +303,7 @@ fn find_program(program: &str) -> Option<PathBuf> {
 }
 
 /// Which CPUs the server and wrk run on.
-enum Pinning {
+pub(super) enum Pinning {
     Split {
         taskset: PathBuf,
     },
@@ -311,17 +311,20 @@ enum Pinning {
     None(&'static str),
 }
 
-/// The CPUs of `Pinning::Split`, as taskset lists.
+/// The CPUs of `Pinning::Split`, as taskset lists: servers on one, the load (wrk) on the other.
 const SERVER_CPU: &str = "0";
-const WRK_CPU: &str = "1";
+pub(super) const WRK_CPU: &str = "1";
 
 impl Pinning {
     fn choose(tools: &Tools) -> Pinning {
+        Pinning::with(tools.taskset.clone())
+    }
+
+    /// Servers on one CPU and the load on another when there are two CPUs and `taskset`.
+    pub(super) fn with(taskset: Option<PathBuf>) -> Pinning {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        match (&tools.taskset, cpus) {
-            (Some(taskset), 2..) => Pinning::Split {
-                taskset: taskset.clone(),
-            },
+        match (taskset, cpus) {
+            (Some(taskset), 2..) => Pinning::Split { taskset },
             (None, _) => Pinning::None("taskset (util-linux) is missing"),
             (Some(_), _) => Pinning::None("the machine has one CPU"),
         }
@@ -363,13 +366,15 @@ impl Pinning {
 }
 
 /// The benchmark's files (configs, media, logs), removed when dropped.
-struct WorkDir {
-    path: PathBuf,
+pub(super) struct WorkDir {
+    pub(super) path: PathBuf,
 }
 
 impl WorkDir {
-    fn create() -> Result<WorkDir> {
-        let path = std::env::temp_dir().join(format!("cdnlab-bench-http-{}", std::process::id()));
+    /// `cdnlab-bench-BENCH-PID` in the temporary directory.
+    pub(super) fn create(bench: &str) -> Result<WorkDir> {
+        let path =
+            std::env::temp_dir().join(format!("cdnlab-bench-{bench}-{}", std::process::id()));
         // A leftover of a crashed run with the same pid holds nothing we need.
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path)
@@ -408,13 +413,13 @@ fn write_object(dir: &Path, bytes: u64) -> Result<()> {
     set_mode(&path, 0o644)
 }
 
-/// Five loopback ports free right now (bound together so they differ, then released).
-fn free_ports() -> Result<[u16; 5]> {
-    let listeners = (0..5)
+/// `N` loopback ports free right now (bound together so they differ, then released).
+pub(super) fn free_ports<const N: usize>() -> Result<[u16; N]> {
+    let listeners = (0..N)
         .map(|_| TcpListener::bind("127.0.0.1:0"))
         .collect::<std::io::Result<Vec<_>>>()
         .map_err(|e| Error(format!("finding free loopback ports: {e}")))?;
-    let mut ports = [0; 5];
+    let mut ports = [0; N];
     for (port, listener) in ports.iter_mut().zip(&listeners) {
         *port = listener
             .local_addr()
@@ -496,7 +501,7 @@ fn urr_config(port: u16, upstream: &str) -> String {
 }
 
 /// A role binary from beside cdnlab with its config file, one tokio worker.
-fn start_role(
+pub(super) fn start_role(
     bin_dir: &Path,
     work: &Path,
     pinning: &Pinning,
@@ -524,7 +529,7 @@ fn start_role(
 }
 
 /// A server process in its own process group, stopped (the whole group) when dropped.
-struct Server {
+pub(super) struct Server {
     name: &'static str,
     child: Child,
     port: u16,
@@ -597,7 +602,7 @@ impl Server {
     }
 
     /// CPU ticks of every process in the server's group (nginx's master and worker).
-    fn cpu_ticks(&self) -> Option<u64> {
+    pub(super) fn cpu_ticks(&self) -> Option<u64> {
         let pgid = self.pid();
         let mut total = 0;
         for entry in std::fs::read_dir("/proc").ok()?.flatten() {
@@ -826,7 +831,7 @@ fn parse_cpu_times(stat: &str, cpu: &str) -> Option<CpuTimes> {
     })
 }
 
-fn ticks_per_second() -> Option<f64> {
+pub(super) fn ticks_per_second() -> Option<f64> {
     // SAFETY: sysconf has no memory effects.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     (hz > 0).then_some(hz as f64)

@@ -6,9 +6,11 @@
 pub mod cpu;
 pub mod delay;
 pub mod http;
+pub mod icn;
 pub mod jitter;
 pub mod lab;
 pub mod loss;
+pub mod parm;
 pub mod rate;
 pub mod sample;
 pub mod scale;
@@ -19,7 +21,9 @@ use crate::lab::{interrupt, sys, Error, Result};
 use table::Table;
 
 /// Every benchmark, in the order `all` runs them.
-pub const BENCHMARKS: [&str; 6] = ["delay", "rate", "jitter", "loss", "cpu", "scale"];
+pub const BENCHMARKS: [&str; 8] = [
+    "delay", "rate", "jitter", "loss", "cpu", "scale", "parm", "icn",
+];
 
 /// Benchmarks run only when named: `http` needs nginx and wrk, which nothing else installs.
 pub const BY_NAME_ONLY: [&str; 1] = ["http"];
@@ -98,14 +102,16 @@ pub fn run_one(name: &str, options: &BenchOptions) -> Result<Report> {
         "cpu" => cpu::run(options),
         "scale" => scale::run(options),
         "http" => http::run(options),
+        "parm" => parm::run(options),
+        "icn" => icn::run(options),
         other => Err(Error(format!(
             "no benchmark `{other}` (known: {}, all)",
             BENCHMARKS.join(", ")
         ))),
     }?;
-    // `http` runs on loopback, through no emulated link.
+    // `http` and `icn` run on loopback and `parm` is a computation: no emulated link.
     let backend = crate::lab::links::choose_backend(&options.link_backend).ok();
-    if let Some(backend) = backend.filter(|_| name != "http") {
+    if let Some(backend) = backend.filter(|_| !["http", "icn", "parm"].contains(&name)) {
         report
             .setup
             .push(format!("Link backend: {}.", backend.name()));

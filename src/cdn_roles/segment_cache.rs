@@ -6,15 +6,16 @@
 //! are kept likewise, so hot segments skip the blocking pool's per-read thread hops. Entries are
 //! keyed by what names exactly their bytes: a synthetic chunk's strong ETag, a file's path with
 //! its length and modification time (a changed file is a new key; its old copy ages out). The cache
-//! holds at most `budget` bytes; when a new chunk does not fit, the oldest entries go first
-//! (FIFO: simple, and a lab's hot chunks are requested again soon after they are evicted
-//! anyway). Chunks above `max_entry` are never kept: the caller streams those as before, so one
-//! huge chunk never stalls a runtime thread while it is generated whole.
+//! holds at most `budget` bytes; when a new chunk does not fit, the least recently used entries
+//! go first (`crate::lru`, the ICN Content Store's table too). Chunks above `max_entry` are
+//! never kept: the caller streams those as before, so one huge chunk never stalls a runtime
+//! thread while it is generated whole.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use bytes::Bytes;
+
+use crate::lru::ByteLru;
 
 /// The default bound on cached bytes per content server: the whole catalogue of a typical lab
 /// (hundreds of chunks of ≤ 1 MB) fits, and a lab of a dozen servers still fits in a few GiB.
@@ -23,18 +24,9 @@ pub const DEFAULT_BUDGET: usize = 256 * 1024 * 1024;
 pub const DEFAULT_MAX_ENTRY: usize = 16 * 1024 * 1024;
 
 pub struct SegmentCache {
-    budget: usize,
     max_entry: usize,
     /// Held only to look up or insert, never while generating.
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
-    entries: HashMap<String, Bytes>,
-    /// Insertion order, for eviction.
-    order: VecDeque<String>,
-    used: usize,
+    state: Mutex<ByteLru<String, Bytes>>,
 }
 
 impl Default for SegmentCache {
@@ -47,9 +39,8 @@ impl SegmentCache {
     /// At most `budget` bytes in all, and no entry above `max_entry` (nor above `budget`).
     pub fn new(budget: usize, max_entry: usize) -> SegmentCache {
         SegmentCache {
-            budget,
             max_entry: max_entry.min(budget),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(ByteLru::new(budget)),
         }
     }
 
@@ -76,42 +67,33 @@ impl SegmentCache {
 
     /// The bytes kept under `key`.
     pub fn get(&self, key: &str) -> Option<Bytes> {
-        self.lock().entries.get(key).cloned()
+        self.lock().get(key).cloned()
     }
 
-    /// Keeps `bytes` under `key`, evicting the oldest entries to make room, and returns what is
-    /// kept there (the earlier copy if another caller inserted one first). Bytes above the
-    /// entry bound are returned without being kept.
+    /// Keeps `bytes` under `key`, evicting the least recently used entries to make room, and
+    /// returns what is kept there (the earlier copy if another caller inserted one first). Bytes
+    /// above the entry bound are returned without being kept.
     pub fn insert(&self, key: &str, bytes: Bytes) -> Bytes {
         if bytes.len() > self.max_entry {
             return bytes;
         }
         let mut state = self.lock();
-        if let Some(kept) = state.entries.get(key) {
+        if let Some(kept) = state.get(key) {
             return kept.clone();
         }
-        while state.used + bytes.len() > self.budget {
-            let Some(oldest) = state.order.pop_front() else {
-                break;
-            };
-            if let Some(gone) = state.entries.remove(&oldest) {
-                state.used -= gone.len();
-            }
-        }
-        state.used += bytes.len();
-        state.order.push_back(key.to_string());
-        state.entries.insert(key.to_string(), bytes.clone());
+        let size = bytes.len();
+        state.insert(key.to_string(), bytes.clone(), size);
         bytes
     }
 
     /// Bytes held now.
     pub fn used(&self) -> usize {
-        self.lock().used
+        self.lock().used()
     }
 
     /// A poisoned lock only means another thread panicked between two consistent states (every
     /// update above completes before its guard drops), so its data is still usable.
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ByteLru<String, Bytes>> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -82,11 +82,11 @@ enum Verb {
     /// link changes and certificates.
     #[command(subcommand)]
     Container(container::ContainerVerb),
-    /// Measure link fidelity (delay, rate, jitter, loss), the shaper's CPU and how fast a
-    /// 100-node lab comes up and down; print markdown tables. Needs root. `http` (not in
-    /// `all`) compares our content server and router with nginx on loopback (needs nginx, wrk).
+    /// Measure link fidelity (delay, rate, jitter, loss), the shaper's CPU, how fast a
+    /// 100-node lab comes up and down, PARM's solve time and an ICN router's throughput; print
+    /// markdown tables. Needs root. `http` (not in `all`) compares our content server and router with nginx on loopback (needs nginx, wrk).
     Bench {
-        #[arg(value_parser = ["delay", "rate", "jitter", "loss", "cpu", "scale", "all", "http"])]
+        #[arg(value_parser = ["delay", "rate", "jitter", "loss", "cpu", "scale", "parm", "icn", "all", "http"])]
         which: String,
         /// Fewer samples and shorter runs: a smoke test, not a measurement.
         #[arg(long)]
@@ -94,6 +94,23 @@ enum Verb {
         /// Link emulation, as for `up`.
         #[arg(long, default_value = "auto", value_parser = ["auto", "kernel", "userspace"])]
         link_backend: String,
+    },
+    /// Location-dependent pricing and price-aware request mapping (papers/000), offline.
+    #[command(subcommand)]
+    Pricing(PricingVerb),
+}
+
+#[derive(Subcommand)]
+enum PricingVerb {
+    /// Reproduce the paper's Section 5 (LDP prices, BASE/PURM/PARM, the τ and P_max sweeps):
+    /// write CSV, JSON, SVG figures and every LP into --out; print a summary table.
+    Reproduce {
+        /// The directory to write (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+        /// Seed of the latencies and the Poisson traffic.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
 }
 
@@ -285,6 +302,13 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
             quick,
             link_backend,
         } => bench(&which, quick, link_backend),
+        Verb::Pricing(PricingVerb::Reproduce { out, seed }) => {
+            let summary = crate::pricing::reproduce::reproduce(&out, seed)
+                .map_err(|message| Failure { message, status: 1 })?;
+            print!("{summary}");
+            println!("\nresults: {}", out.display());
+            Ok(())
+        }
         Verb::Clean { labs } => {
             let labs = lab::clean(&labs)?;
             if labs.is_empty() {

@@ -21,32 +21,7 @@ pub fn segment_payload(video: usize, index: usize) -> Payload {
 
 /// `ROLE --config FILE`: what `bins/{cloud,fdn,fog-viewers}.rs` run.
 pub fn main(role: &'static str) -> ExitCode {
-    let mut args = std::env::args_os().skip(1);
-    let config = match (args.next(), args.next(), args.next()) {
-        (Some(flag), Some(path), None) if flag == "--config" => PathBuf::from(path),
-        _ => {
-            eprintln!("usage: {role} --config FILE (the node's config table as TOML)");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("{role}: starting the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(role, config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{role}: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::roles::main(role, run)
 }
 
 async fn run(role: &'static str, path: PathBuf) -> Result<(), String> {
@@ -89,16 +64,7 @@ async fn run(role: &'static str, path: PathBuf) -> Result<(), String> {
                 summary = viewers::run(config, &node, &out) => summary,
                 () = shutdown => Err("stopped before the end".to_string()),
             };
-            let summary = summary.unwrap_or_else(
-                |error| serde_json::json!({ "node": node, "failed": true, "error": error }),
-            );
-            crate::run::summary::write_client_summary(&out, &summary).map_err(|e| e.to_string())?;
-            println!("{summary}");
-            if summary["failed"] == true {
-                Err(summary["error"].as_str().unwrap_or("failed").to_string())
-            } else {
-                Ok(())
-            }
+            crate::run::summary::finish_client(&out, &node, summary)
         }
         other => Err(format!("unknown role {other:?}")),
     }

@@ -356,7 +356,7 @@ fn range_header(range: ByteRange) -> Result<String, String> {
 /// An error's causes, outermost first. reqwest's own message only says what it was doing
 /// ("error sending request for url (…)", the URL the caller names anyway); its sources say what
 /// happened ("tcp connect error: Connection refused"), so it is used only when it has none.
-fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
     let Some(first) = error.source() else {
         return error.to_string();
     };

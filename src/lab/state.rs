@@ -167,6 +167,20 @@ impl LabState {
         })
     }
 
+    /// The current rate (bits/s; `None` unlimited) of what node `sender` sends to node `peer`
+    /// over the segment they share; `None` if no segment joins them.
+    pub fn egress_rate_bps(&self, sender: &str, peer: &str) -> Option<Option<u64>> {
+        let index = |name: &str| self.topology.nodes.iter().position(|n| n.name == name);
+        let (s, p) = (index(sender)?, index(peer)?);
+        let segment = self
+            .topology
+            .segments
+            .iter()
+            .position(|seg| seg.members.contains(&s) && seg.members.contains(&p))?;
+        let direction = self.direction_index(segment, s)?;
+        Some(self.directions[direction].impairments.rate_bps)
+    }
+
     /// The index of the direction sent by `sender` on `segment`.
     pub fn direction_index(&self, segment: usize, sender: usize) -> Option<usize> {
         self.directions.iter().position(|d| {

@@ -24,6 +24,25 @@ pub fn write_client_summary(dir: &Path, summary: &impl Serialize) -> io::Result<
     Ok(path)
 }
 
+/// How a role client ends: its summary (or, on an error, `{node, failed: true, error}`) is
+/// written to `dir/summary.json` and printed; the client fails if the summary says it failed.
+pub fn finish_client(
+    dir: &Path,
+    node: &str,
+    result: Result<serde_json::Value, String>,
+) -> Result<(), String> {
+    let summary = result.unwrap_or_else(
+        |error| serde_json::json!({ "node": node, "failed": true, "error": error }),
+    );
+    write_client_summary(dir, &summary).map_err(|e| e.to_string())?;
+    println!("{summary}");
+    if summary["failed"] == true {
+        Err(summary["error"].as_str().unwrap_or("failed").to_string())
+    } else {
+        Ok(())
+    }
+}
+
 /// The result of client `node`: its `summary.json` with `node` and `failed` filled in. A client
 /// that exits 0 without one succeeded with no metrics; one that fails without one gets an
 /// `error` naming why, with the end of its log.

@@ -29,7 +29,7 @@ fn a_hit_returns_the_kept_bytes_without_making_them_again() {
 }
 
 #[test]
-fn the_oldest_entries_go_when_the_budget_is_full() {
+fn the_least_recently_used_entries_go_when_the_budget_is_full() {
     let cache = SegmentCache::new(100, 100);
     let calls = Cell::new(0);
     cache.get_or_make("a", 40, maker(&calls, 1));
@@ -38,7 +38,7 @@ fn the_oldest_entries_go_when_the_budget_is_full() {
     cache.get_or_make("c", 40, maker(&calls, 3));
     assert_eq!(cache.used(), 80, "a was evicted to make room for c");
     assert_eq!(calls.get(), 3);
-    // b and c are still held; a is made again (evicting b, now the oldest).
+    // b and c are still held; a is made again (evicting b, read before c).
     cache.get_or_make("b", 40, maker(&calls, 9));
     cache.get_or_make("c", 40, maker(&calls, 9));
     assert_eq!(calls.get(), 3);

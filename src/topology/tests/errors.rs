@@ -261,7 +261,7 @@ config = { port = 80 }
         errors(text),
         "t.toml:1:8: bad lab name `Big_Lab`: use 1 to 20 lowercase letters, digits and `-`, starting with a letter\n\
          t.toml:4:11: a node runs a `role` or a `command`, not both\n\
-         t.toml:6:8: unknown role `cdn-server`; the roles are: probe, has-client, ucs, dcs, urr, drr, cloud, fdn, fog-viewers\n\
+         t.toml:6:8: unknown role `cdn-server`; the roles are: probe, has-client, ucs, dcs, urr, drr, cloud, fdn, fog-viewers, icn-router, icn-border, cdn-site, controller, icn-load\n\
          t.toml:7:8: bad node name `C`: use 1 to 63 lowercase letters, digits and `-`, starting with a letter and not ending with `-`\n\
          t.toml:9:10: `config` holds a role's settings, and this node has no `role`"
     );

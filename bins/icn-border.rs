@@ -1,0 +1,5 @@
+//! `icn-border --config FILE`: an ICN telco CDN role (see `cdnlab::icn_roles`).
+
+fn main() -> std::process::ExitCode {
+    cdnlab::icn_roles::main("icn-border")
+}

@@ -1,0 +1,423 @@
+//! `icn-border`: the border router of an ICN region (papers/000, Section 3, R2 in Figure 1).
+//! The region's ICN routers send it their cache misses; it sends application n's misses to CDN
+//! site m in the proportions α_nlm of its FIB rules — a smooth weighted split, so every window
+//! of requests follows the shares — marking each with the region (`x-icn-region`). Until the
+//! controller installs rules, every application goes to the region's nearest site (`home`);
+//! a border that loses the controller keeps forwarding on the last rules it was given.
+//!
+//! Its part of the SM module: it counts what it forwarded and probes every site's round trip,
+//! and reports both to the controller ([`BorderRequest::Report`]). The latency it reports for
+//! a site, t_lm, is the smallest round trip of the last `latency_window` (30 s), as TCP BBR
+//! estimates a path's propagation delay: the paper's t_lm is a property of the path between
+//! region and site, and congestion reaches PARM through θ_m and (4b). Queueing at an overloaded
+//! site would otherwise enter t_lm just when the mapping has to move, and since (4b)'s lower
+//! bound keeps loading that site, make (4c) infeasible (measured: with the period's median,
+//! 0.6–3.5 s, PARM was infeasible from the first period after a site's rate drop; with the
+//! period's minimum, 0.44–1.9 s, a standing queue, still so).
+
+use super::messages::{AppRule, BorderReport, BorderRequest, BorderResponse, FibRules, Forwarded};
+use crate::cdn_roles::http::error;
+use crate::cdn_roles::run::{load_identity, spawn_http};
+use crate::cdn_roles::{Body, ServeOptions};
+use crate::icn::split::SmoothSplit;
+use crate::role_config::Keys;
+use hyper::header::{HeaderValue, CONTENT_LENGTH};
+use hyper::{Request, Response, StatusCode};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use toml::Table;
+
+#[derive(Debug, Clone)]
+pub struct BorderConfig {
+    /// The region's name, as sites and the controller know it.
+    pub region: String,
+    /// The CDN sites' node names.
+    pub sites: Vec<String>,
+    /// The site nearest the region: every application's misses go there until rules arrive.
+    pub home: String,
+    pub apps: Vec<String>,
+    pub port: u16,
+    pub control_port: u16,
+    pub site_port: u16,
+    pub probe_interval: Duration,
+    /// t_lm is the smallest probe round trip within this long.
+    pub latency_window: Duration,
+    pub timeout: Duration,
+}
+
+pub fn config(table: &Table) -> Result<BorderConfig, String> {
+    let keys = Keys::new(table);
+    keys.only(
+        &[
+            "region",
+            "sites",
+            "home",
+            "apps",
+            "port",
+            "control_port",
+            "site_port",
+            "probe_interval",
+            "latency_window",
+            "timeout",
+        ],
+        "role icn-border",
+    )?;
+    let sites = keys.items("sites")?;
+    let home = match keys.string("home")? {
+        Some(home) if sites.iter().any(|s| s == home) => home.to_string(),
+        Some(home) => return keys.fail("home", format!("`{home}` is not one of `sites`")),
+        None => return keys.fail("home", "is required: the region's nearest site"),
+    };
+    Ok(BorderConfig {
+        region: match keys.string("region")? {
+            Some(region) => region.to_string(),
+            None => return keys.fail("region", "is required"),
+        },
+        sites,
+        home,
+        apps: keys.items("apps")?,
+        port: keys.port("port", 80)?,
+        control_port: keys.port("control_port", 4433)?,
+        site_port: keys.port("site_port", 80)?,
+        probe_interval: keys
+            .duration("probe_interval")?
+            .unwrap_or(Duration::from_millis(500)),
+        latency_window: keys
+            .duration("latency_window")?
+            .unwrap_or(Duration::from_secs(30)),
+        timeout: keys.duration("timeout")?.unwrap_or(Duration::from_secs(4)),
+    })
+}
+
+/// The FIB rules in force: per application, the sites and their smooth split.
+struct Rules {
+    version: u64,
+    apps: BTreeMap<String, (Vec<String>, SmoothSplit)>,
+}
+
+impl Rules {
+    /// Every application to `home`.
+    fn nearest(apps: &[String], home: &str) -> Rules {
+        let apps = apps
+            .iter()
+            .filter_map(|app| {
+                let split = SmoothSplit::new(&[1.0]).ok()?;
+                Some((app.clone(), (vec![home.to_string()], split)))
+            })
+            .collect();
+        Rules { version: 0, apps }
+    }
+
+    /// Checks every rule before replacing any: a bad set leaves the old rules in force.
+    fn install(&mut self, fib: &FibRules, known_sites: &[String]) -> Result<(), String> {
+        let mut apps = BTreeMap::new();
+        for AppRule { app, sites } in &fib.rules {
+            if let Some((site, _)) = sites.iter().find(|(s, _)| !known_sites.contains(s)) {
+                return Err(format!("rule for {app}: unknown site {site}"));
+            }
+            let weights: Vec<f64> = sites.iter().map(|(_, w)| *w).collect();
+            let split = SmoothSplit::new(&weights).map_err(|e| format!("rule for {app}: {e}"))?;
+            let names = sites.iter().map(|(s, _)| s.clone()).collect();
+            apps.insert(app.clone(), (names, split));
+        }
+        self.apps = apps;
+        self.version = fib.version;
+        Ok(())
+    }
+
+    fn pick(&mut self, app: &str) -> Option<String> {
+        let (sites, split) = self.apps.get_mut(app)?;
+        sites.get(split.next()).cloned()
+    }
+}
+
+/// A windowed minimum, as TCP BBR's min_rtt filter: the smallest sample of the last `window`,
+/// which a standing queue cannot raise while the window holds a sample from before it. With no
+/// sample in the window (the site stopped answering) it keeps the last minimum it gave.
+struct WindowedMin {
+    window: Duration,
+    samples: std::collections::VecDeque<(Instant, f64)>,
+    last: Option<f64>,
+}
+
+impl WindowedMin {
+    fn new(window: Duration) -> WindowedMin {
+        WindowedMin {
+            window,
+            samples: std::collections::VecDeque::new(),
+            last: None,
+        }
+    }
+
+    fn observe(&mut self, at: Instant, value: f64) {
+        self.samples.push_back((at, value));
+    }
+
+    fn current(&mut self, now: Instant) -> Option<f64> {
+        while self
+            .samples
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) > self.window)
+        {
+            self.samples.pop_front();
+        }
+        if let Some(min) = self.samples.iter().map(|(_, v)| *v).reduce(f64::min) {
+            self.last = Some(min);
+        }
+        self.last
+    }
+}
+
+struct Border {
+    config: BorderConfig,
+    client: reqwest::Client,
+    rules: Mutex<Rules>,
+    /// (application, site) → requests forwarded since the last report.
+    forwarded: Mutex<BTreeMap<(String, String), u64>>,
+    /// Per site: the windowed minimum of its probe round trips (ms).
+    probes: Mutex<BTreeMap<String, WindowedMin>>,
+}
+
+impl Border {
+    async fn handle_http(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        let path = request.uri().path().to_string();
+        let app = path.trim_start_matches('/').split('/').next().unwrap_or("");
+        let site = self
+            .rules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pick(app);
+        let Some(site) = site else {
+            return error(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no FIB rule for {path} (applications: {})",
+                    self.config.apps.join(", ")
+                ),
+            );
+        };
+        *self
+            .forwarded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry((app.to_string(), site.clone()))
+            .or_default() += 1;
+        let url = format!("http://{site}:{}{path}", self.config.site_port);
+        match self.fetch(&url).await {
+            Ok(response) => response,
+            Err(e) => error(StatusCode::BAD_GATEWAY, format!("{url}: {e}")),
+        }
+    }
+
+    async fn fetch(&self, url: &str) -> Result<Response<Body>, String> {
+        let upstream = self
+            .client
+            .get(url)
+            .header("x-icn-region", &self.config.region)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = upstream.status();
+        let site = upstream.headers().get("x-icn-site").cloned();
+        let body = upstream.bytes().await.map_err(|e| e.to_string())?;
+        let length = body.len();
+        let mut response = Response::new(Body::bytes(body));
+        *response.status_mut() = status;
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+        if let Some(site) = site {
+            headers.insert("x-icn-site", site);
+        }
+        Ok(response)
+    }
+
+    fn handle_control(&self, request: BorderRequest) -> BorderResponse {
+        match request {
+            BorderRequest::Install(fib) => {
+                let mut rules = self.rules.lock().unwrap_or_else(|p| p.into_inner());
+                match rules.install(&fib, &self.config.sites) {
+                    Ok(()) => BorderResponse::Installed {
+                        version: fib.version,
+                    },
+                    Err(e) => BorderResponse::Refused(e),
+                }
+            }
+            BorderRequest::Report => BorderResponse::Report(self.report()),
+        }
+    }
+
+    fn report(&self) -> BorderReport {
+        let forwarded =
+            std::mem::take(&mut *self.forwarded.lock().unwrap_or_else(|p| p.into_inner()));
+        let now = Instant::now();
+        let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());
+        let latency_ms = probes
+            .iter_mut()
+            .filter_map(|(site, min)| Some((site.clone(), min.current(now)?)))
+            .collect();
+        BorderReport {
+            region: self.config.region.clone(),
+            rules_version: self.rules.lock().unwrap_or_else(|p| p.into_inner()).version,
+            forwarded: forwarded
+                .into_iter()
+                .map(|((app, site), requests)| Forwarded {
+                    app,
+                    site,
+                    requests,
+                })
+                .collect(),
+            latency_ms,
+        }
+    }
+
+    /// Probes `site`'s round trip every `probe_interval` over a kept connection. A probe not
+    /// back within the interval is timed when it does come back, so queueing at a congested
+    /// site shows in full.
+    async fn probe(self: Arc<Self>, site: String) {
+        let url = format!("http://{site}:{}/.site/probe", self.config.site_port);
+        let mut ticker = tokio::time::interval(self.config.probe_interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            let started = Instant::now();
+            let answered = match self.client.get(&url).send().await {
+                Ok(response) => response.bytes().await.is_ok(),
+                Err(_) => false,
+            };
+            if answered {
+                let ms = started.elapsed().as_secs_f64() * 1000.0;
+                let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());
+                probes
+                    .entry(site.clone())
+                    .or_insert_with(|| WindowedMin::new(self.config.latency_window))
+                    .observe(Instant::now(), ms);
+            }
+        }
+    }
+}
+
+pub async fn run(config: BorderConfig, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+    let node = crate::probe::node_name();
+    let identity = load_identity(Some(&node))?;
+    let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
+    let client = reqwest::Client::builder()
+        .timeout(config.timeout)
+        .pool_idle_timeout(None)
+        .build()
+        .map_err(|e| format!("building the HTTP client: {e}"))?;
+    let border = Arc::new(Border {
+        rules: Mutex::new(Rules::nearest(&config.apps, &config.home)),
+        config: config.clone(),
+        client,
+        forwarded: Mutex::new(BTreeMap::new()),
+        probes: Mutex::new(BTreeMap::new()),
+    });
+    let for_control = border.clone();
+    let control = crate::control::serve(
+        any(config.control_port),
+        &identity,
+        move |_peer, request: BorderRequest| {
+            let border = for_control.clone();
+            async move { border.handle_control(request) }
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    for site in &config.sites {
+        tokio::spawn(border.clone().probe(site.clone()));
+    }
+    eprintln!(
+        "icn-border {node}: region {}; sites {}; every application to {} until the controller's rules",
+        config.region,
+        config.sites.join(", "),
+        config.home
+    );
+    let handler = move |request: Request<hyper::body::Incoming>| {
+        let border = border.clone();
+        async move { border.handle_http(request).await }
+    };
+    let options = ServeOptions {
+        role: "icn-border",
+        access_log: false,
+    };
+    spawn_http(any(config.port), handler, options, Some(control))
+        .await?
+        .run_until(shutdown)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Vec<String> {
+        vec!["s1".into(), "s2".into()]
+    }
+
+    #[test]
+    fn nearest_site_until_rules_then_the_installed_shares() {
+        let mut rules = Rules::nearest(&["a1".into(), "a2".into()], "s2");
+        assert_eq!(rules.pick("a1").as_deref(), Some("s2"));
+        assert_eq!(rules.pick("a3"), None, "no rule for an unknown application");
+        let fib = FibRules {
+            version: 7,
+            rules: vec![AppRule {
+                app: "a1".into(),
+                sites: vec![("s1".into(), 0.75), ("s2".into(), 0.25)],
+            }],
+        };
+        rules.install(&fib, &known()).expect("valid rules");
+        assert_eq!(rules.version, 7);
+        let picks: Vec<String> = (0..8).filter_map(|_| rules.pick("a1")).collect();
+        assert_eq!(picks.iter().filter(|s| *s == "s1").count(), 6, "{picks:?}");
+        assert_eq!(rules.pick("a2"), None, "the new rules have no a2");
+    }
+
+    #[test]
+    fn bad_rules_leave_the_last_ones_in_force() {
+        let mut rules = Rules::nearest(&["a1".into()], "s1");
+        for sites in [
+            vec![("s9".to_string(), 1.0)],
+            vec![("s1".to_string(), -1.0), ("s2".to_string(), 2.0)],
+            vec![("s1".to_string(), 0.0)],
+        ] {
+            let fib = FibRules {
+                version: 3,
+                rules: vec![AppRule {
+                    app: "a1".into(),
+                    sites,
+                }],
+            };
+            let e = rules.install(&fib, &known()).unwrap_err();
+            assert!(e.starts_with("rule for a1"), "{e}");
+            assert_eq!(rules.version, 0);
+            assert_eq!(rules.pick("a1").as_deref(), Some("s1"));
+        }
+    }
+
+    #[test]
+    fn windowed_minimum_forgets_old_samples_but_not_the_last_minimum() {
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        let mut min = WindowedMin::new(Duration::from_secs(30));
+        assert_eq!(min.current(at(0)), None);
+        min.observe(at(0), 25.0);
+        min.observe(at(20), 400.0);
+        assert_eq!(min.current(at(25)), Some(25.0), "a queue does not raise it");
+        assert_eq!(
+            min.current(at(40)),
+            Some(400.0),
+            "the 25 ms sample left the window"
+        );
+        assert_eq!(
+            min.current(at(100)),
+            Some(400.0),
+            "no sample: the last minimum"
+        );
+        min.observe(at(101), 30.0);
+        assert_eq!(min.current(at(101)), Some(30.0));
+    }
+}

@@ -1,0 +1,216 @@
+//! What the controller saw and did, kept for `controller.json`, `lp/` and the plots.
+
+use super::ControllerConfig;
+use crate::plot::{lines, Figure, Point};
+use crate::pricing::cost::bandwidth_cost;
+use crate::pricing::parm::{Mapping, ParmInput};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// One SM period.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tick {
+    pub t_s: f64,
+    /// d_m, C_m (Mbit/s) and θ_m per site; empty if a site did not answer.
+    pub usage_mbps: Vec<f64>,
+    pub capacity_mbps: Vec<f64>,
+    pub theta: Vec<f64>,
+    /// Variance of the θ_m (population).
+    pub variance: f64,
+    /// The prices in force (P_const before LDP first ran).
+    pub prices: Vec<f64>,
+    /// Σ_m g(d_m) (Equation 7) and Σ_m p_m·d_m.
+    pub bandwidth_cost: f64,
+    pub payment: f64,
+    /// t_lm (ms) as last reported: `latency_ms[l][m]`.
+    pub latency_ms: Vec<Vec<Option<f64>>>,
+    pub rules_version: u64,
+}
+
+type Congestion = Option<(Vec<f64>, Vec<f64>, Vec<f64>)>;
+
+/// A figure's lines: (name, points).
+type Lines = Vec<(String, Vec<Point>)>;
+
+impl Tick {
+    pub fn new(
+        t_s: f64,
+        congestion: &Congestion,
+        prices: Option<&[f64]>,
+        p_const: f64,
+        latency_ms: &[Vec<Option<f64>>],
+        rules_version: u64,
+    ) -> Tick {
+        let (usage, capacity, theta) = congestion.clone().unwrap_or_default();
+        let prices = prices.map_or_else(|| vec![p_const; usage.len()], <[f64]>::to_vec);
+        Tick {
+            t_s,
+            variance: crate::pricing::measure::population_variance(&theta),
+            bandwidth_cost: usage
+                .iter()
+                .zip(&capacity)
+                .map(|(d, c)| bandwidth_cost(*d, *c))
+                .sum(),
+            payment: usage.iter().zip(&prices).map(|(d, p)| d * p).sum(),
+            usage_mbps: usage,
+            capacity_mbps: capacity,
+            theta,
+            prices,
+            latency_ms: latency_ms.to_vec(),
+            rules_version,
+        }
+    }
+}
+
+/// One PARM period: the mapping installed, or why none was.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Period {
+    pub t_s: f64,
+    pub version: Option<u64>,
+    pub error: Option<String>,
+    /// Σ_nl λ_nl α_nlm / Σ λ: the share of demand the mapping sends to each site.
+    pub site_share: Vec<f64>,
+    pub input: Option<ParmInput>,
+    pub alpha: Option<Vec<Vec<Vec<f64>>>>,
+}
+
+pub struct Recorder {
+    out: PathBuf,
+    ticks: Vec<Tick>,
+    periods: Vec<Period>,
+}
+
+impl Recorder {
+    pub fn new(out: PathBuf) -> Recorder {
+        Recorder {
+            out,
+            ticks: Vec::new(),
+            periods: Vec::new(),
+        }
+    }
+
+    pub fn tick(&mut self, tick: Tick) {
+        self.ticks.push(tick);
+    }
+
+    pub fn period(&mut self, period: Period) {
+        self.periods.push(period);
+    }
+
+    /// `lp/T.json`: an LP's input and solution (null if none), for an independent solver.
+    pub fn write_lp(&self, t_s: f64, input: &ParmInput, mapping: Option<&Mapping>) {
+        let dir = self.out.join("lp");
+        let value = serde_json::json!({ "t_s": t_s, "input": input, "solution": mapping });
+        let written = std::fs::create_dir_all(&dir).and_then(|()| {
+            std::fs::write(
+                dir.join(format!("parm-{t_s:07.1}s.json")),
+                value.to_string(),
+            )
+        });
+        if let Err(e) = written {
+            eprintln!("controller: writing {}: {e}", dir.display());
+        }
+    }
+
+    /// `controller.json` and the plots, rewritten whole each period (they are small), so a
+    /// controller stopped at any time leaves complete files.
+    pub fn save(&self, config: &ControllerConfig) -> Result<(), String> {
+        let value = serde_json::json!({
+            "sites": config.sites,
+            "regions": config.regions,
+            "apps": config.apps,
+            "mode": format!("{:?}", config.mode).to_lowercase(),
+            "sm_period_s": config.sm_period.as_secs_f64(),
+            "parm_period_s": config.parm_period.as_secs_f64(),
+            "ldp_period_s": config.ldp_period.as_secs_f64(),
+            "ticks": self.ticks,
+            "periods": self.periods,
+        });
+        std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
+        let path = self.out.join("controller.json");
+        std::fs::write(&path, value.to_string()).map_err(|e| format!("{}: {e}", path.display()))?;
+        let per_site = |f: &dyn Fn(&Tick, usize) -> Option<f64>| -> Lines {
+            config
+                .sites
+                .iter()
+                .enumerate()
+                .map(|(m, site)| {
+                    let points = self
+                        .ticks
+                        .iter()
+                        .filter_map(|t| f(t, m).map(|y| Point::new(t.t_s, y)))
+                        .collect();
+                    (site.clone(), points)
+                })
+                .collect()
+        };
+        let served_share = |t: &Tick, m: usize| {
+            let total: f64 = t.usage_mbps.iter().sum();
+            (total > 0.0).then(|| t.usage_mbps.get(m).copied().unwrap_or(0.0) / total)
+        };
+        let mean_latency = |t: &Tick, m: usize| {
+            let known: Vec<f64> = t.latency_ms.iter().filter_map(|row| row[m]).collect();
+            (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64)
+        };
+        let totals = vec![
+            (
+                "bandwidth cost Σg(d_m)".to_string(),
+                self.ticks
+                    .iter()
+                    .map(|t| Point::new(t.t_s, t.bandwidth_cost))
+                    .collect(),
+            ),
+            (
+                "payment Σp_m·d_m".to_string(),
+                self.ticks
+                    .iter()
+                    .map(|t| Point::new(t.t_s, t.payment))
+                    .collect(),
+            ),
+        ];
+        let figures: [(&str, &str, &str, Lines); 5] = [
+            (
+                "prices.svg",
+                "Price per site (LDP)",
+                "price",
+                per_site(&|t, m| t.prices.get(m).copied()),
+            ),
+            (
+                "congestion.svg",
+                "Congestion level θ_m = d_m / C_m",
+                "θ",
+                per_site(&|t, m| t.theta.get(m).copied()),
+            ),
+            (
+                "mapping.svg",
+                "Share of the bandwidth each site served",
+                "share",
+                per_site(&served_share),
+            ),
+            (
+                "latency.svg",
+                "Probe round trip to each site (mean over regions)",
+                "ms",
+                per_site(&mean_latency),
+            ),
+            (
+                "cost.svg",
+                "Bandwidth cost (Eq. 7) and payment, per SM period",
+                "Mbit/s-weighted",
+                totals,
+            ),
+        ];
+        for (file, caption, y_title, series) in &figures {
+            lines(
+                &self.out.join(file),
+                &Figure {
+                    caption,
+                    x_title: "time (s)",
+                    y_title,
+                    series,
+                },
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,289 @@
+//! `icn-load`: the users of one ICN region (papers/000, Section 5.1). Each application's
+//! requests arrive as a Poisson process of intensity `users × rate` (Equation 6: λ_nl is the sum
+//! of the users' λ_nu), open loop — a request is sent at its arrival whatever the ones before
+//! are doing — for names `/APP/oK` with K drawn from a Zipf popularity, to the region's ICN
+//! router. Writes `requests.csv` (one row per request), `latency.svg` (mean latency per
+//! application over time) and `summary.json`.
+
+use crate::plot::{lines, Figure, Point};
+use crate::role_config::Keys;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp, Zipf};
+use serde_json::{json, Value};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use toml::Table;
+
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub region: String,
+    /// The region's ICN router (`host` or `host:port`).
+    pub router: String,
+    pub users: f64,
+    pub apps: Vec<String>,
+    /// λ_nu: requests per second per user, per application.
+    pub rates: Vec<f64>,
+    /// Names per application, and the Zipf exponent of their popularity.
+    pub objects: u64,
+    pub zipf: f64,
+    pub duration: Duration,
+    pub timeout: Duration,
+    pub seed: u64,
+}
+
+pub fn config(table: &Table) -> Result<LoadConfig, String> {
+    let keys = Keys::new(table);
+    keys.only(
+        &[
+            "region", "router", "users", "apps", "rates", "objects", "zipf", "duration", "timeout",
+            "seed",
+        ],
+        "role icn-load",
+    )?;
+    let apps = keys.items("apps")?;
+    let rates = keys.numbers("rates")?;
+    if rates.len() != apps.len() {
+        return keys.fail("rates", "needs one rate per application");
+    }
+    let users = keys.number("users")?.unwrap_or(0.0);
+    if !(users.is_finite() && users >= 0.0) {
+        return keys.fail("users", "must be a number ≥ 0");
+    }
+    let objects = keys.integer("objects")?.unwrap_or(1000);
+    if objects == 0 {
+        return keys.fail("objects", "must be at least 1");
+    }
+    let zipf = keys.number("zipf")?.unwrap_or(0.8);
+    if !(zipf.is_finite() && zipf >= 0.0) {
+        return keys.fail("zipf", "must be ≥ 0");
+    }
+    Ok(LoadConfig {
+        region: match keys.string("region")? {
+            Some(r) => r.to_string(),
+            None => return keys.fail("region", "is required"),
+        },
+        router: match keys.string("router")? {
+            Some(r) => r.to_string(),
+            None => return keys.fail("router", "is required: the region's ICN router"),
+        },
+        users,
+        apps,
+        rates,
+        objects,
+        zipf,
+        duration: keys
+            .duration("duration")?
+            .unwrap_or(Duration::from_secs(60)),
+        timeout: keys.duration("timeout")?.unwrap_or(Duration::from_secs(10)),
+        seed: keys.integer("seed")?.unwrap_or(1),
+    })
+}
+
+/// One request as the user saw it.
+#[derive(Debug, Clone)]
+struct Record {
+    sent_s: f64,
+    app: usize,
+    object: u64,
+    latency_s: f64,
+    status: u16,
+    /// `hit`, `miss`, `aggregated` (the router's content store and PIT), or empty.
+    cache: String,
+    /// The CDN site that served it (empty for a router hit).
+    site: String,
+}
+
+/// The arrival times (s) and objects of application `app`'s requests within `duration`.
+fn arrivals(config: &LoadConfig, app: usize) -> Result<Vec<(f64, u64)>, String> {
+    let rate = config.users * config.rates[app];
+    if rate <= 0.0 {
+        return Ok(Vec::new());
+    }
+    let mut rng = StdRng::seed_from_u64(config.seed ^ ((app as u64 + 1) << 40));
+    let gaps = Exp::new(rate).map_err(|e| format!("rate {rate}: {e}"))?;
+    let zipf = Zipf::new(config.objects as f64, config.zipf).map_err(|e| format!("zipf: {e}"))?;
+    let mut t = 0.0;
+    let mut list = Vec::new();
+    loop {
+        t += gaps.sample(&mut rng);
+        if t >= config.duration.as_secs_f64() {
+            return Ok(list);
+        }
+        list.push((t, zipf.sample(&mut rng) as u64));
+    }
+}
+
+async fn request(
+    client: reqwest::Client,
+    url: String,
+    origin: Instant,
+    sent_s: f64,
+    app: usize,
+    object: u64,
+) -> Record {
+    tokio::time::sleep_until((origin + Duration::from_secs_f64(sent_s)).into()).await;
+    let started = Instant::now();
+    let header = |r: &reqwest::Response, name: &str| {
+        r.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (status, cache, site) = match client.get(&url).send().await {
+        Ok(response) => {
+            let (cache, site) = (
+                header(&response, "x-icn-cache"),
+                header(&response, "x-icn-site"),
+            );
+            let status = response.status().as_u16();
+            match response.bytes().await {
+                Ok(_) => (status, cache, site),
+                Err(_) => (0, cache, site),
+            }
+        }
+        Err(_) => (0, String::new(), String::new()),
+    };
+    Record {
+        sent_s,
+        app,
+        object,
+        latency_s: started.elapsed().as_secs_f64(),
+        status,
+        cache,
+        site,
+    }
+}
+
+pub async fn run(config: LoadConfig, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+    let out = std::env::var_os("CDNLAB_OUT_DIR")
+        .map(PathBuf::from)
+        .ok_or("set $CDNLAB_OUT_DIR for summary.json")?;
+    let node = crate::probe::node_name();
+    let summary = tokio::select! {
+        summary = generate(&config, &node, &out) => summary,
+        () = shutdown => Err("stopped before the end".to_string()),
+    };
+    crate::run::summary::finish_client(&out, &node, summary)
+}
+
+async fn generate(config: &LoadConfig, node: &str, out: &Path) -> Result<Value, String> {
+    let client = reqwest::Client::builder()
+        .timeout(config.timeout)
+        .build()
+        .map_err(|e| format!("HTTP client: {e}"))?;
+    let mut planned = Vec::new();
+    for app in 0..config.apps.len() {
+        planned.extend(arrivals(config, app)?.into_iter().map(|(t, k)| (t, app, k)));
+    }
+    let origin = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (sent_s, app, object) in planned {
+        let url = format!("http://{}/{}/o{object}", config.router, config.apps[app]);
+        tasks.spawn(request(client.clone(), url, origin, sent_s, app, object));
+    }
+    let mut records = tasks.join_all().await;
+    records.sort_by(|a, b| a.sent_s.total_cmp(&b.sent_s));
+    write_requests(out, config, &records)?;
+    plot_latency(out, config, &records)?;
+    Ok(summarize(config, node, &records))
+}
+
+fn summarize(config: &LoadConfig, node: &str, records: &[Record]) -> Value {
+    let ok: Vec<&Record> = records.iter().filter(|r| r.status == 200).collect();
+    let mean = |rs: &[&Record]| {
+        if rs.is_empty() {
+            Value::Null
+        } else {
+            json!(rs.iter().map(|r| r.latency_s).sum::<f64>() / rs.len() as f64)
+        }
+    };
+    let percentile = |rs: &[&Record], p: f64| {
+        let mut v: Vec<f64> = rs.iter().map(|r| r.latency_s).collect();
+        v.sort_by(f64::total_cmp);
+        crate::probe::percentile(&v, p).map_or(Value::Null, |x| json!(x))
+    };
+    let per_app: serde_json::Map<String, Value> = config
+        .apps
+        .iter()
+        .enumerate()
+        .map(|(n, app)| {
+            let rs: Vec<&Record> = ok.iter().copied().filter(|r| r.app == n).collect();
+            (
+                app.clone(),
+                json!({
+                    "requests": records.iter().filter(|r| r.app == n).count(),
+                    "mean_latency_s": mean(&rs),
+                    "p95_latency_s": percentile(&rs, 95.0),
+                }),
+            )
+        })
+        .collect();
+    let mut by_site = std::collections::BTreeMap::<String, usize>::new();
+    for r in ok.iter().filter(|r| !r.site.is_empty()) {
+        *by_site.entry(r.site.clone()).or_default() += 1;
+    }
+    let hits = ok.iter().filter(|r| r.cache == "hit").count();
+    let failed = records.len() - ok.len();
+    json!({
+        "node": node,
+        "region": config.region,
+        "requests": records.len(),
+        "failed_requests": failed,
+        "mean_latency_s": mean(&ok),
+        "p95_latency_s": percentile(&ok, 95.0),
+        "cache_hit_ratio": if ok.is_empty() { 0.0 } else { hits as f64 / ok.len() as f64 },
+        "apps": per_app,
+        "served_by_site": by_site,
+        "failed": ok.is_empty() && !records.is_empty(),
+        "error": if ok.is_empty() && !records.is_empty() { json!("no request succeeded") } else { Value::Null },
+    })
+}
+
+fn write_requests(out: &Path, config: &LoadConfig, records: &[Record]) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut text = String::from("sent_s,app,object,latency_s,status,cache,site\n");
+    for r in records {
+        text += &format!(
+            "{:.6},{},{},{:.6},{},{},{}\n",
+            r.sent_s, config.apps[r.app], r.object, r.latency_s, r.status, r.cache, r.site
+        );
+    }
+    let path = out.join("requests.csv");
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Mean latency of each application's successful requests per 2-second bin of send time.
+fn plot_latency(out: &Path, config: &LoadConfig, records: &[Record]) -> Result<(), String> {
+    const BIN_S: f64 = 2.0;
+    let series: Vec<(String, Vec<Point>)> = config
+        .apps
+        .iter()
+        .enumerate()
+        .map(|(n, app)| {
+            let mut bins = std::collections::BTreeMap::<u64, (f64, usize)>::new();
+            for r in records.iter().filter(|r| r.app == n && r.status == 200) {
+                let bin = bins.entry((r.sent_s / BIN_S) as u64).or_default();
+                bin.0 += r.latency_s * 1000.0;
+                bin.1 += 1;
+            }
+            let points = bins
+                .into_iter()
+                .map(|(b, (sum, count))| Point::new((b as f64 + 0.5) * BIN_S, sum / count as f64))
+                .collect();
+            (app.clone(), points)
+        })
+        .collect();
+    let caption = format!("Latency in region {} (mean per {BIN_S} s)", config.region);
+    lines(
+        &out.join("latency.svg"),
+        &Figure {
+            caption: &caption,
+            x_title: "time (s)",
+            y_title: "ms",
+            series: &series,
+        },
+    )
+}

@@ -1,0 +1,89 @@
+//! Control-plane messages of the ICN telco CDN (QUIC, bincode 2, lab certificates). The
+//! controller calls every border router and CDN site: its SM module asks each site for the
+//! bandwidth it served and each border for what it forwarded and the latency it measured to
+//! every site; its PARM module installs FIB rules (the proportions α_nlm) on the borders.
+
+use serde::{Deserialize, Serialize};
+
+/// Controller → border router.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum BorderRequest {
+    /// Replace the FIB rules that map this region's misses to CDN sites.
+    Install(FibRules),
+    /// What was forwarded since the last report, and the latencies measured to the sites.
+    Report,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum BorderResponse {
+    Installed { version: u64 },
+    Report(BorderReport),
+    Refused(String),
+}
+
+/// One region's rules: for each application, the sites its misses go to and in what shares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FibRules {
+    /// Increases with every PARM solution the controller installs.
+    pub version: u64,
+    pub rules: Vec<AppRule>,
+}
+
+/// α_nl·: application `app`'s share of this region's misses sent to each site.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppRule {
+    /// The application's name prefix (its first name component, e.g. `app1`).
+    pub app: String,
+    /// (site node name, share); the shares sum to 1.
+    pub sites: Vec<(String, f64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BorderReport {
+    pub region: String,
+    /// The version of the rules in force (0: the border's initial nearest-site rules).
+    pub rules_version: u64,
+    /// Requests forwarded since the last report, per (application, site).
+    pub forwarded: Vec<Forwarded>,
+    /// Smallest round trip of the border's probes to each site since the last report, in
+    /// milliseconds (the last reported value where no probe came back in the interval).
+    pub latency_ms: Vec<(String, f64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Forwarded {
+    pub app: String,
+    pub site: String,
+    pub requests: u64,
+}
+
+/// Controller → CDN site (its SM module).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum SiteRequest {
+    /// The bandwidth served since the last measurement (the counters restart).
+    Measure,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum SiteResponse {
+    Usage(SiteUsage),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SiteUsage {
+    pub site: String,
+    /// Seconds the counters cover.
+    pub interval_s: f64,
+    /// C_m: the rate of the site's link, bits per second.
+    pub capacity_bps: f64,
+    /// Bytes served in the interval, per (application, region).
+    pub demand: Vec<Demand>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Demand {
+    pub app: String,
+    pub region: String,
+    pub requests: u64,
+    pub bytes: u64,
+}
