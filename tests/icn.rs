@@ -1,7 +1,8 @@
 //! Root-only: the ICN-based telco CDN (papers/000) on real processes, scaled down to 4 regions ×
 //! 4 sites × 3 applications (topologies/icn-telco-cdn.toml). A timeline event that lowers one
 //! site's link rate (its C_m) moves PARM's mapping away from that site at the next PARM period;
-//! a border router that loses the controller keeps forwarding on its last rules.
+//! a border router that loses the controller keeps forwarding on its last rules; an infeasible
+//! PARM names its constraint family and installs nothing.
 
 mod common;
 
@@ -215,4 +216,56 @@ fn borders_keep_their_last_rules_without_the_controller() {
         elsewhere > 0 && sites.len() >= 2,
         "region r4's misses after the controller stopped went to {sites:?}"
     );
+}
+
+/// t_n = 10 ms, which no site meets: every PARM period is infeasible and says it is (4c), the
+/// application and both numbers; no rules are installed, so every region's misses stay with its
+/// nearest site, and requests are still served.
+#[test]
+fn an_infeasible_parm_names_its_constraint_and_installs_nothing() {
+    if !can_run_labs() {
+        return;
+    }
+    let (summary, out) = run_topology(
+        "t-icn-infeasible",
+        TOPOLOGY,
+        &[
+            "--timeout",
+            "90s",
+            "--set",
+            "duration=25s",
+            "--set",
+            "congest=none",
+            "--set",
+            "deadlines=10ms,10ms,10ms",
+        ],
+    );
+    check_loads(&summary);
+    assert_eq!(failures(&out, 0.0, 1e9).1, 0, "requests failed");
+    let controller = controller(&out);
+    let periods = controller["periods"].as_array().expect("periods");
+    assert!(periods.len() >= 2, "{periods:?}");
+    for p in periods {
+        let e = p["error"].as_str().unwrap_or_else(|| panic!("solved: {p}"));
+        assert!(
+            e.contains("(4c) expected response time") && e.contains("t_n = 10"),
+            "{e}"
+        );
+        assert!(p["version"].is_null(), "{p}");
+    }
+    for t in controller["ticks"].as_array().expect("ticks") {
+        assert_eq!(t["rules_version"], 0, "{t}");
+    }
+    for l in 1..=4 {
+        let csv = std::fs::read_to_string(out.join(format!("nodes/load{l}/requests.csv")))
+            .expect("requests.csv");
+        let home = format!("site{l}");
+        for line in csv.lines().skip(1) {
+            let site = line.split(',').nth(6).unwrap_or("");
+            assert!(
+                site.is_empty() || site == home,
+                "region r{l} was served by {site}"
+            );
+        }
+    }
 }
