@@ -13,6 +13,8 @@ const PROJECT: &str = "cdnlabtestcompose";
 const IMAGE: &str = "cdnlab-test:compose";
 const CLIENTS: [&str; 3] = ["c-upstream-rr", "c-direct-rr", "c-direct-cs"];
 const CHUNKS: usize = 30;
+const ICN_PROJECT: &str = "cdnlabtesticn";
+const ICN_DURATION: &str = "40s";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -59,6 +61,9 @@ fn text(output: &Output) -> String {
 struct Testbed {
     results: PathBuf,
     compose: Vec<&'static str>,
+    project: &'static str,
+    /// `--profile` (none: the default services).
+    profile: Option<&'static str>,
 }
 
 impl Testbed {
@@ -66,13 +71,15 @@ impl Testbed {
         let mut command = Command::new(self.compose[0]);
         command
             .args(&self.compose[1..])
-            .args(["-p", PROJECT, "-f"])
+            .args(["-p", self.project, "-f"])
             .arg(root().join("docker-compose.yml"))
+            .args(self.profile.iter().flat_map(|p| ["--profile", p]))
             .args(args)
             .env("CDNLAB_IMAGE", IMAGE)
             .env("CDNLAB_RESULTS", &self.results)
             .env("CHUNKS", CHUNKS.to_string())
-            .env("COMPOSE_PROJECT_NAME", PROJECT);
+            .env("DURATION", ICN_DURATION)
+            .env("COMPOSE_PROJECT_NAME", self.project);
         command
     }
 
@@ -96,9 +103,9 @@ impl Drop for Testbed {
     }
 }
 
-/// What docker still holds of the project: containers, networks, volumes.
-fn leftovers() -> Vec<String> {
-    let label = format!("label=com.docker.compose.project={PROJECT}");
+/// What docker still holds of `project`: containers, networks, volumes.
+fn leftovers(project: &str) -> Vec<String> {
+    let label = format!("label=com.docker.compose.project={project}");
     let mut found = Vec::new();
     for kind in [
         &["ps", "-a", "-q"][..],
@@ -141,6 +148,36 @@ fn urr_hops(segments_csv: &str) -> Vec<f64> {
         .collect()
 }
 
+/// Takes down a leftover of an earlier, killed run of the test, then builds the image.
+fn build_image(testbed: &Testbed) {
+    let _ = testbed.down();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_cdnlab")).parent().unwrap();
+    let build = Command::new(root().join("scripts/build-image.sh"))
+        .arg("--bin-dir")
+        .arg(bin_dir)
+        .args(["--tag", IMAGE])
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "build-image.sh: {}", text(&build));
+}
+
+/// Waits up to `limit` for every file to hold JSON; their contents in order.
+fn wait_for_json(testbed: &Testbed, files: &[PathBuf], limit: Duration) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let found: Vec<Option<serde_json::Value>> = files.iter().map(|f| read_json(f)).collect();
+        if found.iter().all(Option::is_some) {
+            return found.into_iter().flatten().collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every one of {files:?} within {limit:?}:\n{}",
+            testbed.logs()
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 #[test]
 fn compose_testbed_plays_and_takes_a_delay_change() {
     if !docker_works() {
@@ -152,18 +189,10 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
     let testbed = Testbed {
         results: results.clone(),
         compose: compose_program(),
+        project: PROJECT,
+        profile: None,
     };
-    // A leftover of an earlier, killed run of this test.
-    let _ = testbed.down();
-
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_cdnlab")).parent().unwrap();
-    let build = Command::new(root().join("scripts/build-image.sh"))
-        .arg("--bin-dir")
-        .arg(bin_dir)
-        .args(["--tag", IMAGE])
-        .output()
-        .unwrap();
-    assert!(build.status.success(), "build-image.sh: {}", text(&build));
+    build_image(&testbed);
 
     let up = testbed.run(&["up", "-d"]);
     assert!(
@@ -185,22 +214,11 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
     let said = text(&inject);
     assert_eq!(said.matches("internet: delay 250ms").count(), 2, "{said}");
 
-    let deadline = Instant::now() + Duration::from_secs(150);
-    let summaries = loop {
-        let found: Vec<Option<serde_json::Value>> = CLIENTS
-            .iter()
-            .map(|c| read_json(&results.join(c).join("summary.json")))
-            .collect();
-        if found.iter().all(Option::is_some) {
-            break found.into_iter().flatten().collect::<Vec<_>>();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no summary from every client within 150 s:\n{}",
-            testbed.logs()
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    };
+    let files: Vec<PathBuf> = CLIENTS
+        .iter()
+        .map(|c| results.join(c).join("summary.json"))
+        .collect();
+    let summaries = wait_for_json(&testbed, &files, Duration::from_secs(150));
 
     for (client, summary) in CLIENTS.iter().zip(&summaries) {
         assert_eq!(summary["failed"], false, "{client}: {summary}");
@@ -238,5 +256,94 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
 
     let down = testbed.down();
     assert!(down.status.success(), "compose down: {}", text(&down));
-    assert_eq!(leftovers(), Vec::<String>::new(), "left behind by down -v");
+    assert_eq!(
+        leftovers(PROJECT),
+        Vec::<String>::new(),
+        "left behind by down -v"
+    );
+}
+
+/// The `icn` profile (papers/000's system as 18 containers): the regions' users are served,
+/// PARM installs rules, and `set-bandwidth.sh --compose icn-site1 1mbit` reaches site1's SM
+/// module (C_1 = 1 Mbit/s) and moves the mapping away from site1 at the next PARM period.
+#[test]
+fn compose_icn_profile_maps_away_from_a_slowed_site() {
+    if !docker_works() {
+        return;
+    }
+    let results = std::env::temp_dir().join("cdnlab-test-compose-icn");
+    let _ = std::fs::remove_dir_all(&results);
+    std::fs::create_dir_all(&results).unwrap();
+    let testbed = Testbed {
+        results: results.clone(),
+        compose: compose_program(),
+        project: ICN_PROJECT,
+        profile: Some("icn"),
+    };
+    build_image(&testbed);
+    let up = testbed.run(&["up", "-d", "load1", "load2", "load3", "load4"]);
+    assert!(
+        up.status.success(),
+        "compose up: {}\n{}",
+        text(&up),
+        testbed.logs()
+    );
+    // The users start once every service is healthy; the change comes after two PARM periods.
+    std::thread::sleep(Duration::from_secs(22));
+    let slow = Command::new(root().join("scripts/set-bandwidth.sh"))
+        .args(["--compose", "icn-site1", "1mbit"])
+        .env("COMPOSE_PROJECT_NAME", ICN_PROJECT)
+        .output()
+        .unwrap();
+    assert!(slow.status.success(), "set-bandwidth.sh: {}", text(&slow));
+
+    let files: Vec<PathBuf> = (1..=4)
+        .map(|l| results.join(format!("load{l}")).join("summary.json"))
+        .collect();
+    for load in wait_for_json(&testbed, &files, Duration::from_secs(150)) {
+        assert_eq!(load["failed"], false, "{load}");
+        assert!(load["requests"].as_u64() > Some(100), "{load}");
+    }
+    let controller =
+        read_json(&results.join("controller/controller.json")).expect("controller.json");
+    let capacity = controller["ticks"]
+        .as_array()
+        .and_then(|t| t.last())
+        .map(|t| t["capacity_mbps"][0].clone());
+    assert_eq!(
+        capacity,
+        Some(serde_json::json!(1.0)),
+        "site1's C_m at the end"
+    );
+    // site1's planned share in each installed mapping of a period with demand (the shares sum
+    // to 1; after the users stop they are all 0), in time order: high before the change, under
+    // half of that by the end.
+    let shares: Vec<f64> = controller["periods"]
+        .as_array()
+        .expect("periods")
+        .iter()
+        .filter(|p| p["version"].is_u64())
+        .filter_map(|p| {
+            let shares: Vec<f64> = p["site_share"]
+                .as_array()?
+                .iter()
+                .filter_map(|s| s.as_f64())
+                .collect();
+            (shares.iter().sum::<f64>() > 0.99).then(|| shares[0])
+        })
+        .collect();
+    assert!(shares.len() >= 3, "{shares:?}");
+    let (first, last) = (shares[0], shares[shares.len() - 1]);
+    assert!(
+        first > 0.2 && last < 0.5 * first,
+        "site1's shares {shares:?}"
+    );
+
+    let down = testbed.down();
+    assert!(down.status.success(), "compose down: {}", text(&down));
+    assert_eq!(
+        leftovers(ICN_PROJECT),
+        Vec::<String>::new(),
+        "left behind by down -v"
+    );
 }
