@@ -101,8 +101,8 @@ fn congesting_a_site_moves_the_mapping_away_from_it() {
     );
     let controller = controller(&out);
     // Before the event every PARM period is solved. After it, a period may be infeasible (the
-    // band's lower bound, θ̄ − ξ, still loads site1, whose round trips grow); such a period must
-    // name the constraint family and install nothing.
+    // band's lower bound, θ̄ − ξ, still loads site1) or lack site1's measurement; such a period
+    // must say which and install nothing.
     let periods = controller["periods"].as_array().expect("periods");
     for p in periods {
         let t = p["t_s"].as_f64().expect("t_s");
@@ -110,7 +110,9 @@ fn congesting_a_site_moves_the_mapping_away_from_it() {
             None => assert!(p["version"].is_u64(), "{p}"),
             Some(e) => {
                 assert!(t > 30.0, "PARM failed before the event: {e}");
-                assert!(e.contains("(4b)") || e.contains("(4c)"), "{e}");
+                // site1's SM answer crosses its congested link and may miss a whole period.
+                let named = e.contains("(4b)") || e.contains("(4c)");
+                assert!(named || e.contains("not every site was measured"), "{e}");
                 assert!(p["version"].is_null(), "{p}");
             }
         }
@@ -146,11 +148,11 @@ fn congesting_a_site_moves_the_mapping_away_from_it() {
         served_after < 0.6 * served_before,
         "site1 served {served_before:.3} of the bandwidth before, {served_after:.3} after"
     );
-    // The SM module saw the new capacity.
+    // The SM module saw the new capacity (in the last period every site answered).
     let last = controller["ticks"]
         .as_array()
-        .and_then(|t| t.last())
-        .expect("a tick");
+        .and_then(|t| t.iter().rev().find(|t| t["capacity_mbps"][0].is_f64()))
+        .expect("a tick with every site measured");
     let c1 = last["capacity_mbps"][0].as_f64().expect("capacity");
     assert!(
         (c1 - 1.0).abs() < 1e-6,
@@ -253,9 +255,18 @@ fn an_infeasible_parm_names_its_constraint_and_installs_nothing() {
         );
         assert!(p["version"].is_null(), "{p}");
     }
-    for t in controller["ticks"].as_array().expect("ticks") {
-        assert_eq!(t["rules_version"], 0, "{t}");
+    // Every border reported it still forwards by its initial rules (version 0).
+    let ticks = controller["ticks"].as_array().expect("ticks");
+    assert!(ticks.len() >= 4, "{ticks:?}");
+    for t in ticks {
+        for version in t["border_rules"].as_array().expect("border_rules") {
+            assert!(version.is_null() || version == 0, "{t}");
+        }
     }
+    assert_eq!(
+        ticks[ticks.len() - 1]["border_rules"],
+        serde_json::json!([0, 0, 0, 0])
+    );
     for l in 1..=4 {
         let csv = std::fs::read_to_string(out.join(format!("nodes/load{l}/requests.csv")))
             .expect("requests.csv");

@@ -12,5 +12,5 @@ pub mod split;
 pub use content_store::{ContentStore, CsStats};
 pub use fib::{Fib, NextHop};
 pub use name::Name;
-pub use pit::{Outcome, Pit, PitStats};
+pub use pit::{Outcome, Pit, PitStats, Ticket};
 pub use split::SmoothSplit;

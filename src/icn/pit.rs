@@ -17,8 +17,9 @@ use super::name::Name;
 /// What to do with an Interest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// The first pending Interest for its name: send it upstream.
-    Forward,
+    /// The first pending Interest for its name: send it upstream, and satisfy the entry with
+    /// this ticket when the answer comes.
+    Forward(Ticket),
     /// Joined the pending entry of its name: wait for that one upstream answer.
     Aggregated,
 }
@@ -35,6 +36,11 @@ pub struct PitStats {
     /// Entries removed after their lifetime.
     pub expired: u64,
 }
+
+/// Names one entry: an upstream answer satisfies only the entry whose Interest it answers, not
+/// a later entry for the same name made after that one expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket(u64);
 
 pub struct Pit<W> {
     lifetime: Duration,
@@ -80,12 +86,20 @@ impl<W> Pit<W> {
             },
         );
         self.stats.forwarded += 1;
-        Outcome::Forward
+        Outcome::Forward(Ticket(created.1))
     }
 
-    /// The waiters for `name`, in arrival order, removing its entry: the upstream answer came.
-    /// None when nothing is pending for it (it expired, or was never asked for).
-    pub fn satisfy(&mut self, name: &Name) -> Vec<W> {
+    /// The waiters of `name`'s entry `ticket`, in arrival order, removing it: the upstream
+    /// answer came. None when that entry is not pending (it expired — a newer entry for the
+    /// name, with its own fetch, is left alone — or was never made).
+    pub fn satisfy(&mut self, name: &Name, ticket: Ticket) -> Vec<W> {
+        if self
+            .entries
+            .get(name)
+            .is_none_or(|e| e.created.1 != ticket.0)
+        {
+            return Vec::new();
+        }
         let Some(entry) = self.entries.remove(name) else {
             return Vec::new();
         };
@@ -133,25 +147,29 @@ mod tests {
 
     const LIFETIME: Duration = Duration::from_secs(4);
 
+    fn forwarded(outcome: Outcome) -> Ticket {
+        match outcome {
+            Outcome::Forward(ticket) => ticket,
+            Outcome::Aggregated => panic!("expected the Interest to be forwarded"),
+        }
+    }
+
     #[test]
     fn one_forward_per_name_and_the_rest_aggregated() {
         let mut pit = Pit::new(LIFETIME);
         let t0 = Instant::now();
         let a = name("/app1/a");
-        assert_eq!(pit.interest(&a, "first", t0), Outcome::Forward);
+        let ticket = forwarded(pit.interest(&a, "first", t0));
         assert_eq!(pit.interest(&a, "second", t0), Outcome::Aggregated);
-        assert_eq!(
-            pit.interest(&name("/app1/b"), "other name", t0),
-            Outcome::Forward
-        );
+        forwarded(pit.interest(&name("/app1/b"), "other name", t0));
         assert_eq!(pit.interest(&a, "third", t0), Outcome::Aggregated);
         assert_eq!(pit.len(), 2);
         // Every waiter of the name at once, in arrival order; the entry is gone.
-        assert_eq!(pit.satisfy(&a), ["first", "second", "third"]);
-        assert!(pit.satisfy(&a).is_empty());
+        assert_eq!(pit.satisfy(&a, ticket), ["first", "second", "third"]);
+        assert!(pit.satisfy(&a, ticket).is_empty());
         assert_eq!(pit.len(), 1);
         // The next Interest for it is forwarded again.
-        assert_eq!(pit.interest(&a, "later", t0), Outcome::Forward);
+        forwarded(pit.interest(&a, "later", t0));
         assert_eq!(
             pit.stats(),
             PitStats {
@@ -168,7 +186,7 @@ mod tests {
         let mut pit = Pit::new(LIFETIME);
         let t0 = Instant::now();
         let (old, young) = (name("/old"), name("/young"));
-        pit.interest(&old, 1, t0);
+        let old_ticket = forwarded(pit.interest(&old, 1, t0));
         pit.interest(&young, 2, t0 + Duration::from_secs(1));
         // Aggregating does not extend an entry's life.
         pit.interest(&old, 3, t0 + Duration::from_secs(3));
@@ -176,7 +194,10 @@ mod tests {
             .expire(t0 + LIFETIME - Duration::from_nanos(1))
             .is_empty());
         assert_eq!(pit.expire(t0 + LIFETIME), vec![(old.clone(), vec![1, 3])]);
-        assert!(pit.satisfy(&old).is_empty(), "an expired entry is gone");
+        assert!(
+            pit.satisfy(&old, old_ticket).is_empty(),
+            "an expired entry is gone"
+        );
         assert_eq!(pit.len(), 1);
         // An earlier `now` (a caller's clocks need not be monotonic across threads) expires
         // nothing.
@@ -195,11 +216,26 @@ mod tests {
         let mut pit = Pit::new(LIFETIME);
         let t0 = Instant::now();
         let a = name("/a");
-        pit.interest(&a, 1, t0);
-        assert_eq!(pit.satisfy(&a), [1]);
+        let first = forwarded(pit.interest(&a, 1, t0));
+        assert_eq!(pit.satisfy(&a, first), [1]);
         // A new entry for the same name, created later, keeps its own lifetime.
-        pit.interest(&a, 2, t0 + Duration::from_secs(3));
+        let second = forwarded(pit.interest(&a, 2, t0 + Duration::from_secs(3)));
         assert!(pit.expire(t0 + LIFETIME).is_empty());
-        assert_eq!(pit.satisfy(&a), [2]);
+        assert_eq!(pit.satisfy(&a, second), [2]);
+    }
+
+    /// An entry expires while its fetch is out; a new Interest makes a new entry with a fetch
+    /// of its own. The old fetch's late answer must not satisfy (or fail) the new waiters.
+    #[test]
+    fn a_late_answer_leaves_a_newer_entry_for_its_own_fetch() {
+        let mut pit = Pit::new(LIFETIME);
+        let t0 = Instant::now();
+        let a = name("/a");
+        let old = forwarded(pit.interest(&a, 1, t0));
+        assert_eq!(pit.expire(t0 + LIFETIME), vec![(a.clone(), vec![1])]);
+        let new = forwarded(pit.interest(&a, 2, t0 + LIFETIME));
+        assert!(pit.satisfy(&a, old).is_empty());
+        assert_eq!(pit.len(), 1);
+        assert_eq!(pit.satisfy(&a, new), [2]);
     }
 }

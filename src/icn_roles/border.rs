@@ -5,8 +5,8 @@
 //! controller installs rules, every application goes to the region's nearest site (`home`);
 //! a border that loses the controller keeps forwarding on the last rules it was given.
 //!
-//! Its part of the SM module: it counts what it forwarded and probes every site's round trip,
-//! and reports both to the controller ([`BorderRequest::Report`]). The latency it reports for
+//! Its part of the SM module: it probes every site's round trip and reports the latencies, with
+//! the version of the rules it forwards by, to the controller ([`BorderRequest::Report`]). The latency it reports for
 //! a site, t_lm, is the smallest round trip of the last `latency_window` (30 s), as TCP BBR
 //! estimates a path's propagation delay: the paper's t_lm is a property of the path between
 //! region and site, and congestion reaches PARM through θ_m and (4b). Queueing at an overloaded
@@ -15,7 +15,7 @@
 //! 0.6–3.5 s, PARM was infeasible from the first period after a site's rate drop; with the
 //! period's minimum, 0.44–1.9 s, a standing queue, still so).
 
-use super::messages::{AppRule, BorderReport, BorderRequest, BorderResponse, FibRules, Forwarded};
+use super::messages::{AppRule, BorderReport, BorderRequest, BorderResponse, FibRules};
 use crate::cdn_roles::http::error;
 use crate::cdn_roles::run::{load_identity, spawn_http};
 use crate::cdn_roles::{Body, ServeOptions};
@@ -71,6 +71,12 @@ pub fn config(table: &Table) -> Result<BorderConfig, String> {
         Some(home) => return keys.fail("home", format!("`{home}` is not one of `sites`")),
         None => return keys.fail("home", "is required: the region's nearest site"),
     };
+    let positive = |key: &str, default: Duration| -> Result<Duration, String> {
+        match keys.duration(key)? {
+            Some(d) if d.is_zero() => keys.fail(key, "must be above zero"),
+            d => Ok(d.unwrap_or(default)),
+        }
+    };
     Ok(BorderConfig {
         region: match keys.string("region")? {
             Some(region) => region.to_string(),
@@ -82,13 +88,9 @@ pub fn config(table: &Table) -> Result<BorderConfig, String> {
         port: keys.port("port", 80)?,
         control_port: keys.port("control_port", 4433)?,
         site_port: keys.port("site_port", 80)?,
-        probe_interval: keys
-            .duration("probe_interval")?
-            .unwrap_or(Duration::from_millis(500)),
-        latency_window: keys
-            .duration("latency_window")?
-            .unwrap_or(Duration::from_secs(30)),
-        timeout: keys.duration("timeout")?.unwrap_or(Duration::from_secs(4)),
+        probe_interval: positive("probe_interval", Duration::from_millis(500))?,
+        latency_window: positive("latency_window", Duration::from_secs(30))?,
+        timeout: positive("timeout", Duration::from_secs(4))?,
     })
 }
 
@@ -152,11 +154,22 @@ impl WindowedMin {
         }
     }
 
+    /// Samples older than the window go now too, so a border nobody asks for reports (its
+    /// controller gone) holds one window of them, not every probe since.
     fn observe(&mut self, at: Instant, value: f64) {
+        self.forget_before(at);
         self.samples.push_back((at, value));
     }
 
     fn current(&mut self, now: Instant) -> Option<f64> {
+        self.forget_before(now);
+        if let Some(min) = self.samples.iter().map(|(_, v)| *v).reduce(f64::min) {
+            self.last = Some(min);
+        }
+        self.last
+    }
+
+    fn forget_before(&mut self, now: Instant) {
         while self
             .samples
             .front()
@@ -164,10 +177,6 @@ impl WindowedMin {
         {
             self.samples.pop_front();
         }
-        if let Some(min) = self.samples.iter().map(|(_, v)| *v).reduce(f64::min) {
-            self.last = Some(min);
-        }
-        self.last
     }
 }
 
@@ -175,8 +184,6 @@ struct Border {
     config: BorderConfig,
     client: reqwest::Client,
     rules: Mutex<Rules>,
-    /// (application, site) → requests forwarded since the last report.
-    forwarded: Mutex<BTreeMap<(String, String), u64>>,
     /// Per site: the windowed minimum of its probe round trips (ms).
     probes: Mutex<BTreeMap<String, WindowedMin>>,
 }
@@ -199,12 +206,6 @@ impl Border {
                 ),
             );
         };
-        *self
-            .forwarded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry((app.to_string(), site.clone()))
-            .or_default() += 1;
         let url = format!("http://{site}:{}{path}", self.config.site_port);
         match self.fetch(&url).await {
             Ok(response) => response,
@@ -250,8 +251,6 @@ impl Border {
     }
 
     fn report(&self) -> BorderReport {
-        let forwarded =
-            std::mem::take(&mut *self.forwarded.lock().unwrap_or_else(|p| p.into_inner()));
         let now = Instant::now();
         let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());
         let latency_ms = probes
@@ -261,14 +260,6 @@ impl Border {
         BorderReport {
             region: self.config.region.clone(),
             rules_version: self.rules.lock().unwrap_or_else(|p| p.into_inner()).version,
-            forwarded: forwarded
-                .into_iter()
-                .map(|((app, site), requests)| Forwarded {
-                    app,
-                    site,
-                    requests,
-                })
-                .collect(),
             latency_ms,
         }
     }
@@ -312,7 +303,6 @@ pub async fn run(config: BorderConfig, shutdown: impl Future<Output = ()>) -> Re
         rules: Mutex::new(Rules::nearest(&config.apps, &config.home)),
         config: config.clone(),
         client,
-        forwarded: Mutex::new(BTreeMap::new()),
         probes: Mutex::new(BTreeMap::new()),
     });
     let for_control = border.clone();

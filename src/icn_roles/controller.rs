@@ -183,18 +183,22 @@ pub fn config(table: &Table) -> Result<ControllerConfig, String> {
     })
 }
 
-/// Equation (1) of papers/000: T_LDP > T_PARM ≥ T_SM; and both multiples of T_SM, since the
-/// SM module's measurements are what PARM and LDP use.
+/// Equation (1) of papers/000: T_LDP > T_PARM ≥ T_SM; T_PARM a multiple of T_SM and T_LDP of
+/// T_PARM, since PARM and LDP run on the SM module's measurements and LDP with a PARM period.
 pub fn check_periods(sm: Duration, parm: Duration, ldp: Duration) -> Result<(), String> {
     if !(ldp > parm && parm >= sm) {
         return Err(format!(
             "periods break Equation (1), T_LDP > T_PARM ≥ T_SM: ldp_period {ldp:?}, parm_period {parm:?}, sm_period {sm:?}"
         ));
     }
-    let multiple = |d: Duration| d.as_nanos().is_multiple_of(sm.as_nanos());
-    if !multiple(parm) || !multiple(ldp) {
+    if !parm.as_nanos().is_multiple_of(sm.as_nanos()) {
         return Err(format!(
-            "parm_period {parm:?} and ldp_period {ldp:?} must be multiples of sm_period {sm:?}"
+            "parm_period {parm:?} must be a multiple of sm_period {sm:?}"
+        ));
+    }
+    if !ldp.as_nanos().is_multiple_of(parm.as_nanos()) {
+        return Err(format!(
+            "ldp_period {ldp:?} must be a multiple of parm_period {parm:?}"
         ));
     }
     Ok(())
@@ -275,8 +279,8 @@ struct Window {
     seconds: Vec<f64>,
     /// Megabits served, per site.
     megabits: Vec<f64>,
-    /// Megabits per (application, region).
-    demand: Vec<Vec<f64>>,
+    /// Megabits per site and (application, region): `demand[m][n][l]`.
+    demand: Vec<Vec<Vec<f64>>>,
     /// The latest C_m, Mbit/s.
     capacity: Vec<Option<f64>>,
 }
@@ -286,7 +290,7 @@ impl Window {
         Window {
             seconds: vec![0.0; sites],
             megabits: vec![0.0; sites],
-            demand: vec![vec![0.0; regions]; apps],
+            demand: vec![vec![vec![0.0; regions]; apps]; sites],
             capacity: vec![None; sites],
         }
     }
@@ -300,7 +304,7 @@ impl Window {
             let n = config.apps.iter().position(|a| *a == d.app);
             let l = config.regions.iter().position(|r| *r == d.region);
             if let (Some(n), Some(l)) = (n, l) {
-                self.demand[n][l] += mbit;
+                self.demand[m][n][l] += mbit;
             }
         }
     }
@@ -321,13 +325,25 @@ impl Window {
         Some((usage, capacity, theta))
     }
 
-    /// λ_nl in Mbit/s: the demand over the period's mean duration.
+    /// λ_nl in Mbit/s: each site's part over the time that site's counters covered (a site
+    /// that missed an SM period covers it in its next answer), summed over the sites.
     fn demand_rates(&self) -> Vec<Vec<f64>> {
-        let seconds = self.seconds.iter().sum::<f64>() / self.seconds.len().max(1) as f64;
-        self.demand
-            .iter()
-            .map(|row| row.iter().map(|mbit| mbit / seconds.max(1e-9)).collect())
-            .collect()
+        let (apps, regions) = match self.demand.first() {
+            Some(first) => (first.len(), first.first().map_or(0, Vec::len)),
+            None => (0, 0),
+        };
+        let mut rates = vec![vec![0.0; regions]; apps];
+        for (site, seconds) in self.demand.iter().zip(&self.seconds) {
+            if *seconds <= 0.0 {
+                continue;
+            }
+            for (row, site_row) in rates.iter_mut().zip(site) {
+                for (rate, mbit) in row.iter_mut().zip(site_row) {
+                    *rate += mbit / seconds;
+                }
+            }
+        }
+        rates
     }
 }
 
@@ -340,6 +356,8 @@ struct Controller {
     latency: Vec<Vec<Option<f64>>>,
     prices: Option<Vec<f64>>,
     rules_version: u64,
+    /// The version of the rules each border said it forwards by at the last SM period.
+    border_rules: Vec<Option<u64>>,
     recorder: Recorder,
 }
 
@@ -355,8 +373,10 @@ impl Controller {
             call_all(&mut self.borders, port, &self.identity, requests, limit).await;
         for (l, report) in reports.into_iter().enumerate() {
             let Some(BorderResponse::Report(report)) = report else {
+                self.border_rules[l] = None;
                 continue;
             };
+            self.border_rules[l] = Some(report.rules_version);
             for (site, ms) in &report.latency_ms {
                 if let Some(m) = self.config.sites.iter().position(|s| s == site) {
                     self.latency[l][m] = Some(*ms);
@@ -535,6 +555,7 @@ impl Controller {
                 config.p_const,
                 &self.latency,
                 self.rules_version,
+                &self.border_rules,
             ));
             if k % per_parm == 0 {
                 if k >= next_ldp {
@@ -591,6 +612,7 @@ pub async fn run(
         latency: vec![vec![None; config.sites.len()]; config.borders.len()],
         prices: None,
         rules_version: 0,
+        border_rules: vec![None; config.borders.len()],
         recorder: Recorder::new(out),
         config,
     };
@@ -627,7 +649,12 @@ mod tests {
             assert!(e.contains("Equation (1), T_LDP > T_PARM ≥ T_SM"), "{e}");
         }
         let e = check_periods(s(4), s(10), s(30)).unwrap_err();
-        assert!(e.contains("multiples of sm_period"), "{e}");
+        assert!(e.contains("must be a multiple of sm_period"), "{e}");
+        let e = check_periods(s(5), s(10), s(25)).unwrap_err();
+        assert!(
+            e.contains("ldp_period 25s must be a multiple of parm_period 10s"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -684,7 +711,6 @@ mod tests {
                 .map(|(app, region, bytes)| super::super::messages::Demand {
                     app: app.to_string(),
                     region: region.to_string(),
-                    requests: 1,
                     bytes: *bytes,
                 })
                 .collect(),
@@ -713,11 +739,13 @@ mod tests {
         );
         assert_eq!(capacity, [1.0, 2.0], "the latest C_m");
         assert!((theta[0] - 2.0).abs() < 1e-9 && (theta[1] - 0.5).abs() < 1e-5);
-        // λ over the sites' mean covered time, (10 + 5) / 2 s.
+        // λ: each site's megabits over the seconds that site covered (s1 10 s, s2 5 s).
         let rates = window.demand_rates();
-        assert!((rates[0][0] - 10.0 / 7.5).abs() < 1e-9, "{rates:?}");
-        assert!((rates[0][1] - 10.0 / 7.5).abs() < 1e-9);
-        assert!((rates[1][1] - 5.0 / 7.5).abs() < 1e-9);
+        assert!((rates[0][0] - 1.0).abs() < 1e-9, "{rates:?}");
+        assert!((rates[0][1] - 1.0).abs() < 1e-9);
+        assert!((rates[1][1] - 1.0).abs() < 1e-9);
         assert_eq!(rates[1][0], 0.0);
+        let total: f64 = rates.iter().flatten().sum();
+        assert!((total - usage.iter().sum::<f64>()).abs() < 1e-5, "Σλ = Σd");
     }
 }

@@ -95,35 +95,80 @@ struct Record {
     site: String,
 }
 
-/// The arrival times (s) and objects of application `app`'s requests within `duration`.
-fn arrivals(config: &LoadConfig, app: usize) -> Result<Vec<(f64, u64)>, String> {
-    let rate = config.users * config.rates[app];
-    if rate <= 0.0 {
-        return Ok(Vec::new());
-    }
-    let mut rng = StdRng::seed_from_u64(config.seed ^ ((app as u64 + 1) << 40));
-    let gaps = Exp::new(rate).map_err(|e| format!("rate {rate}: {e}"))?;
-    let zipf = Zipf::new(config.objects as f64, config.zipf).map_err(|e| format!("zipf: {e}"))?;
-    let mut t = 0.0;
-    let mut list = Vec::new();
-    loop {
-        t += gaps.sample(&mut rng);
-        if t >= config.duration.as_secs_f64() {
-            return Ok(list);
+/// Every application's requests within `duration`, in time order: per application a Poisson
+/// process of intensity users × λ_nu (Equation 6) and Zipf-popular objects, each from its own
+/// seeded generator, drawn as they are needed (a long or busy run never holds them all).
+struct Arrivals {
+    streams: Vec<Stream>,
+    duration_s: f64,
+}
+
+struct Stream {
+    rng: StdRng,
+    gaps: Exp<f64>,
+    zipf: Zipf<f64>,
+    /// The next arrival, seconds after the start.
+    next_s: f64,
+}
+
+impl Arrivals {
+    fn new(config: &LoadConfig) -> Result<Arrivals, String> {
+        let zipf =
+            Zipf::new(config.objects as f64, config.zipf).map_err(|e| format!("zipf: {e}"))?;
+        let mut streams = Vec::new();
+        for (app, per_user) in config.rates.iter().enumerate() {
+            let rate = config.users * per_user;
+            if !rate.is_finite() {
+                return Err(format!(
+                    "users × rate of {} is not a finite rate",
+                    config.apps[app]
+                ));
+            }
+            let mut rng = StdRng::seed_from_u64(config.seed ^ ((app as u64 + 1) << 40));
+            let (gaps, next_s) = if rate > 0.0 {
+                let gaps = Exp::new(rate).map_err(|e| format!("rate {rate}: {e}"))?;
+                let first = gaps.sample(&mut rng);
+                (gaps, first)
+            } else {
+                (Exp::new(1.0).map_err(|e| e.to_string())?, f64::INFINITY)
+            };
+            streams.push(Stream {
+                rng,
+                gaps,
+                zipf,
+                next_s,
+            });
         }
-        list.push((t, zipf.sample(&mut rng) as u64));
+        Ok(Arrivals {
+            streams,
+            duration_s: config.duration.as_secs_f64(),
+        })
+    }
+
+    /// The next request: (seconds after the start, application, object).
+    fn next(&mut self) -> Option<(f64, usize, u64)> {
+        let (app, stream) = self
+            .streams
+            .iter_mut()
+            .enumerate()
+            .min_by(|a, b| a.1.next_s.total_cmp(&b.1.next_s))?;
+        let at = stream.next_s;
+        if at >= self.duration_s {
+            return None;
+        }
+        let object = stream.zipf.sample(&mut stream.rng) as u64;
+        stream.next_s += stream.gaps.sample(&mut stream.rng);
+        Some((at, app, object))
     }
 }
 
 async fn request(
     client: reqwest::Client,
     url: String,
-    origin: Instant,
     sent_s: f64,
     app: usize,
     object: u64,
 ) -> Record {
-    tokio::time::sleep_until((origin + Duration::from_secs_f64(sent_s)).into()).await;
     let started = Instant::now();
     let header = |r: &reqwest::Response, name: &str| {
         r.headers()
@@ -174,15 +219,14 @@ async fn generate(config: &LoadConfig, node: &str, out: &Path) -> Result<Value, 
         .timeout(config.timeout)
         .build()
         .map_err(|e| format!("HTTP client: {e}"))?;
-    let mut planned = Vec::new();
-    for app in 0..config.apps.len() {
-        planned.extend(arrivals(config, app)?.into_iter().map(|(t, k)| (t, app, k)));
-    }
+    let mut arrivals = Arrivals::new(config)?;
     let origin = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for (sent_s, app, object) in planned {
+    // Open loop: each request is sent at its arrival, whatever the earlier ones are doing.
+    while let Some((sent_s, app, object)) = arrivals.next() {
+        tokio::time::sleep_until((origin + Duration::from_secs_f64(sent_s)).into()).await;
         let url = format!("http://{}/{}/o{object}", config.router, config.apps[app]);
-        tasks.spawn(request(client.clone(), url, origin, sent_s, app, object));
+        tasks.spawn(request(client.clone(), url, sent_s, app, object));
     }
     let mut records = tasks.join_all().await;
     records.sort_by(|a, b| a.sent_s.total_cmp(&b.sent_s));
@@ -286,4 +330,47 @@ fn plot_latency(out: &Path, config: &LoadConfig, records: &[Record]) -> Result<(
             series: &series,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(rates: &str, users: &str) -> LoadConfig {
+        let text = format!(
+            "region = 'r1'\nrouter = 'router1'\nusers = '{users}'\napps = 'a,b'\nrates = '{rates}'\nduration = '100s'\nobjects = 50"
+        );
+        config(&text.parse().expect("TOML")).expect("valid")
+    }
+
+    /// Time-ordered, within the duration, each application near its rate users × λ_nu
+    /// (Equation 6), objects within the catalogue, and the same seed gives the same requests.
+    #[test]
+    fn arrivals_are_poisson_per_application_in_time_order() {
+        let config = load("0.2,0.05", "10");
+        let all: Vec<(f64, usize, u64)> = {
+            let mut arrivals = Arrivals::new(&config).expect("arrivals");
+            std::iter::from_fn(|| arrivals.next()).collect()
+        };
+        assert!(all.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert!(all
+            .iter()
+            .all(|(t, _, k)| *t < 100.0 && (1..=50).contains(k)));
+        let count = |app| all.iter().filter(|a| a.1 == app).count() as f64;
+        // 200 and 50 expected; Poisson's sd is √200 ≈ 14 and √50 ≈ 7.
+        assert!((count(0) - 200.0).abs() < 50.0, "{}", count(0));
+        assert!((count(1) - 50.0).abs() < 25.0, "{}", count(1));
+        let mut again = Arrivals::new(&config).expect("arrivals");
+        assert_eq!(std::iter::from_fn(|| again.next()).collect::<Vec<_>>(), all);
+    }
+
+    #[test]
+    fn a_zero_rate_sends_nothing_and_an_infinite_one_is_refused() {
+        let mut none = Arrivals::new(&load("0,0", "10")).expect("arrivals");
+        assert_eq!(none.next(), None);
+        let e = Arrivals::new(&load("1e300,0", "1e300"))
+            .err()
+            .expect("refused");
+        assert!(e.contains("not a finite rate"), "{e}");
+    }
 }

@@ -1,7 +1,7 @@
 //! Control-plane messages of the ICN telco CDN (QUIC, bincode 2, lab certificates). The
 //! controller calls every border router and CDN site: its SM module asks each site for the
-//! bandwidth it served and each border for what it forwarded and the latency it measured to
-//! every site; its PARM module installs FIB rules (the proportions α_nlm) on the borders.
+//! bandwidth it served and each border for the latency it measured to every site (and the
+//! rules it forwards by); its PARM module installs FIB rules (the proportions α_nlm) on the borders.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub enum BorderRequest {
     /// Replace the FIB rules that map this region's misses to CDN sites.
     Install(FibRules),
-    /// What was forwarded since the last report, and the latencies measured to the sites.
+    /// The latencies measured to the sites, and the rules in force.
     Report,
 }
 
@@ -43,18 +43,9 @@ pub struct BorderReport {
     pub region: String,
     /// The version of the rules in force (0: the border's initial nearest-site rules).
     pub rules_version: u64,
-    /// Requests forwarded since the last report, per (application, site).
-    pub forwarded: Vec<Forwarded>,
     /// Smallest round trip of the border's probes to each site since the last report, in
     /// milliseconds (the last reported value where no probe came back in the interval).
     pub latency_ms: Vec<(String, f64)>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Forwarded {
-    pub app: String,
-    pub site: String,
-    pub requests: u64,
 }
 
 /// Controller → CDN site (its SM module).
@@ -84,6 +75,5 @@ pub struct SiteUsage {
 pub struct Demand {
     pub app: String,
     pub region: String,
-    pub requests: u64,
     pub bytes: u64,
 }

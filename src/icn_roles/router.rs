@@ -42,7 +42,7 @@ use crate::cdn_roles::http::{self, error};
 use crate::cdn_roles::run::{spawn_http, Running};
 use crate::cdn_roles::{Body, ServeOptions};
 use crate::has_client::fetch::describe;
-use crate::icn::{ContentStore, Fib, Name, Outcome, Pit};
+use crate::icn::{ContentStore, Fib, Name, Outcome, Pit, Ticket};
 
 /// Where the counters are served; `.icn` is not a name component a FIB would route.
 pub const STATS_PATH: &str = "/.icn/stats";
@@ -223,16 +223,16 @@ impl Router {
             }
             Lookup::Pending(outcome, data) => (outcome, data),
         };
-        if outcome == Outcome::Forward {
+        if let Outcome::Forward(ticket) = outcome {
             let hops = match self.fib.longest_match(&name) {
                 Some((_, hops)) => hops.iter().map(|hop| hop.face.clone()).collect(),
                 None => Vec::new(),
             };
             let region = request.headers().get(X_ICN_REGION).cloned();
-            tokio::spawn(self.clone().forward(name, hops, region));
+            tokio::spawn(self.clone().forward(name, ticket, hops, region));
         }
         let cache = match outcome {
-            Outcome::Forward => "miss",
+            Outcome::Forward(_) => "miss",
             Outcome::Aggregated => "aggregated",
         };
         match data.await {
@@ -264,8 +264,14 @@ impl Router {
     }
 
     /// Fetches `name` from the first of `hops` that takes the connection, stores a 200 in the
-    /// CS and answers every waiter of the name.
-    async fn forward(self: Arc<Self>, name: Name, hops: Vec<BaseUrl>, region: Option<HeaderValue>) {
+    /// CS and answers every waiter of the PIT entry `ticket`.
+    async fn forward(
+        self: Arc<Self>,
+        name: Name,
+        ticket: Ticket,
+        hops: Vec<BaseUrl>,
+        region: Option<HeaderValue>,
+    ) {
         let data = Arc::new(self.fetch(&name, &hops, region).await);
         let waiters = {
             let mut tables = self.lock();
@@ -273,7 +279,7 @@ impl Router {
                 let size = data.body.len();
                 tables.cs.insert(name.clone(), data.clone(), size);
             }
-            tables.pit.satisfy(&name)
+            tables.pit.satisfy(&name, ticket)
         };
         for waiter in waiters {
             // A waiter gone (its client disconnected) needs no answer.

@@ -75,8 +75,8 @@ pub fn config(table: &Table) -> Result<SiteConfig, String> {
 /// The SM module's counters since the last measurement.
 struct Counters {
     since: Instant,
-    /// (application, region) → (requests, bytes).
-    demand: BTreeMap<(String, String), (u64, u64)>,
+    /// (application, region) → bytes.
+    demand: BTreeMap<(String, String), u64>,
 }
 
 struct Site {
@@ -104,12 +104,10 @@ impl Site {
         let size = self.config.object_size;
         {
             let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
-            let entry = counters
+            *counters
                 .demand
                 .entry((app.to_string(), region))
-                .or_default();
-            entry.0 += 1;
-            entry.1 += size;
+                .or_default() += size;
         }
         let mut response = http::payload(Payload::numbered(name_key(path)), size);
         if let Ok(value) = HeaderValue::from_str(&self.node) {
@@ -152,12 +150,7 @@ impl Site {
             capacity_bps: self.capacity_bps() as f64,
             demand: demand
                 .into_iter()
-                .map(|((app, region), (requests, bytes))| Demand {
-                    app,
-                    region,
-                    requests,
-                    bytes,
-                })
+                .map(|((app, region), bytes)| Demand { app, region, bytes })
                 .collect(),
         }
     }

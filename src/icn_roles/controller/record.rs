@@ -24,7 +24,10 @@ pub struct Tick {
     pub payment: f64,
     /// t_lm (ms) as last reported: `latency_ms[l][m]`.
     pub latency_ms: Vec<Vec<Option<f64>>>,
+    /// The latest rules the controller installed, and the version each border reported it
+    /// forwards by (null: it did not answer).
     pub rules_version: u64,
+    pub border_rules: Vec<Option<u64>>,
 }
 
 type Congestion = Option<(Vec<f64>, Vec<f64>, Vec<f64>)>;
@@ -40,6 +43,7 @@ impl Tick {
         p_const: f64,
         latency_ms: &[Vec<Option<f64>>],
         rules_version: u64,
+        border_rules: &[Option<u64>],
     ) -> Tick {
         let (usage, capacity, theta) = congestion.clone().unwrap_or_default();
         let prices = prices.map_or_else(|| vec![p_const; usage.len()], <[f64]>::to_vec);
@@ -58,6 +62,7 @@ impl Tick {
             prices,
             latency_ms: latency_ms.to_vec(),
             rules_version,
+            border_rules: border_rules.to_vec(),
         }
     }
 }
