@@ -191,7 +191,7 @@ struct Border {
 impl Border {
     async fn handle_http(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
         let path = request.uri().path().to_string();
-        let app = path.trim_start_matches('/').split('/').next().unwrap_or("");
+        let app = super::application(&path);
         let site = self
             .rules
             .lock()

@@ -15,6 +15,11 @@ use crate::cdn_roles::config::read_table;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The application a name belongs to: its first component (`/app1/o7` → `app1`).
+fn application(path: &str) -> &str {
+    path.trim_start_matches('/').split('/').next().unwrap_or("")
+}
+
 /// `ROLE --config FILE`: what `bins/{icn-router,icn-border,cdn-site,controller,icn-load}.rs` run.
 pub fn main(role: &'static str) -> ExitCode {
     crate::roles::main(role, run)

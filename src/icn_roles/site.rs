@@ -91,7 +91,7 @@ impl Site {
         if path == "/.site/probe" {
             return http::json(&serde_json::json!({ "site": self.node }));
         }
-        let app = path.trim_start_matches('/').split('/').next().unwrap_or("");
+        let app = super::application(path);
         if !self.config.apps.iter().any(|a| a == app) || path.trim_matches('/') == app {
             return error(StatusCode::NOT_FOUND, format!("no object {path} here"));
         }

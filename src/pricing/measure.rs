@@ -51,15 +51,19 @@ pub fn mean_latency(
     if total <= 0.0 {
         return None;
     }
-    let weighted: f64 = demand
+    Some(total_latency(demand, latency, alpha) / total)
+}
+
+/// Σ λ_nl α_nlm t_lm: the latency term of (4a).
+pub fn total_latency(demand: &[Vec<f64>], latency: &[Vec<f64>], alpha: &[Vec<Vec<f64>>]) -> f64 {
+    demand
         .iter()
         .zip(alpha)
         .flat_map(|(app_demand, app_alpha)| app_demand.iter().zip(app_alpha).zip(latency))
         .map(|((lambda, shares), row)| {
             lambda * shares.iter().zip(row).map(|(a, t)| a * t).sum::<f64>()
         })
-        .sum();
-    Some(weighted / total)
+        .sum()
 }
 
 /// The left-hand side of (4c) for every application: Σ_m Σ_l α_nlm t_lm / L. As printed in the

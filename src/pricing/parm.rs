@@ -3,7 +3,7 @@
 //! applications' expected response times (papers/000, §4.2).
 
 use super::feasibility::{self, Dims};
-use super::measure::site_load;
+use super::measure::{site_load, total_latency};
 use good_lp::{
     microlp, variable, Expression, ProblemVariables, ResolutionError, Solution, SolverModel,
 };
@@ -169,15 +169,7 @@ pub fn solve(input: &ParmInput) -> Result<Mapping, ParmError> {
 
 /// The value of (4a) for a mapping: Σ λ α t + Ψ Σ λ α p.
 pub fn objective_value(input: &ParmInput, alpha: &[Vec<Vec<f64>>]) -> f64 {
-    let latency: f64 = input
-        .demand
-        .iter()
-        .zip(alpha)
-        .flat_map(|(app_demand, app_alpha)| app_demand.iter().zip(app_alpha).zip(&input.latency))
-        .map(|((lambda, shares), row)| {
-            lambda * shares.iter().zip(row).map(|(a, t)| a * t).sum::<f64>()
-        })
-        .sum();
+    let latency = total_latency(&input.demand, &input.latency, alpha);
     let payment: f64 = site_load(&input.demand, alpha)
         .iter()
         .zip(&input.prices)
