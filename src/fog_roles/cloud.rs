@@ -4,7 +4,7 @@
 //! (heartbeats over the control plane; an FDN that misses `missed_limit` in a row is down and
 //! its segments leave the metadata) and the video repository (every segment, over HTTP).
 //!
-//! HTTP: `GET /repo/VIDEO/INDEX` a segment; `GET /fdns` the FDNs up, as JSON;
+//! HTTP: `GET /repo/VIDEO/INDEX` a segment; `GET /fdns` the FDNs up and how many it knows;
 //! `GET /ingest?lat=fdn1:0.021,fdn2:0.08` `{"fdn": NAME}`; `GET /metadata` the metadata as
 //! JSON. Control plane: [`CloudRequest`] from FDNs.
 
@@ -97,7 +97,10 @@ impl Cloud {
                 },
                 _ => error(StatusCode::NOT_FOUND, "expected /repo/VIDEO/INDEX"),
             },
-            ["fdns"] => http::json(&serde_json::json!({ "fdns": self.up_names() })),
+            ["fdns"] => http::json(&serde_json::json!({
+                "fdns": self.up_names(),
+                "known": self.caches.lock().unwrap_or_else(|p| p.into_inner()).len(),
+            })),
             ["ingest"] => match self.ingest(query) {
                 Ok(fdn) => http::json(&serde_json::json!({ "fdn": fdn })),
                 Err(e) => error(StatusCode::BAD_REQUEST, e),

@@ -186,16 +186,21 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
     let catalog = Catalog::generate(&config.catalog);
     let fdns_url = format!("http://{}/fdns", config.cloud);
     let deadline = Instant::now() + Duration::from_secs(30);
+    // Every FDN the cloud knows, once its monitor holds them all up: the viewers measure only
+    // the FDNs listed, and one still starting would never be measured, nor ingested to. After
+    // the deadline, those up (at least one) will do.
     let fdns: Vec<String> = loop {
         let listed = get_json(&client, &fdns_url).await.ok().and_then(|v| {
-            v["fdns"].as_array().map(|a| {
+            let up = v["fdns"].as_array().map(|a| {
                 a.iter()
                     .filter_map(|x| x.as_str().map(str::to_string))
                     .collect::<Vec<_>>()
-            })
+            })?;
+            Some((up, v["known"].as_u64().unwrap_or(0) as usize))
         });
         match listed {
-            Some(list) if !list.is_empty() => break list,
+            Some((up, known)) if !up.is_empty() && up.len() >= known => break up,
+            Some((up, _)) if !up.is_empty() && Instant::now() > deadline => break up,
             _ if Instant::now() > deadline => return Err(format!("{fdns_url} lists no FDN")),
             _ => tokio::time::sleep(Duration::from_millis(200)).await,
         }
