@@ -46,7 +46,7 @@ pub fn prepare(text: &str, name: Option<&str>) -> Result<Topology> {
     let options = LoadOptions { name, set: &[] };
     let topology = topology::parse(text, "<benchmark topology>", &options)
         .map_err(|e| Error(format!("a benchmark topology does not parse: {e}")))?;
-    lab::clean(std::slice::from_ref(&topology.name))?;
+    lab::clean(std::slice::from_ref(&topology.name), false)?;
     Ok(topology)
 }
 

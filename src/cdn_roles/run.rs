@@ -403,7 +403,9 @@ pub(crate) fn load_identity(node: Option<&str>) -> Result<Arc<Identity>, String>
     let dir = match std::env::var_os("CDNLAB_CERTS") {
         Some(dir) => PathBuf::from(dir),
         None => match std::env::var("CDNLAB_LAB") {
-            Ok(lab) => crate::lab::state::lab_dir(&lab).join("certs"),
+            Ok(lab) => crate::lab::state::lab_dir(&lab)
+                .map_err(|e| format!("CDNLAB_LAB: {e}"))?
+                .join("certs"),
             Err(_) => return Err(
                 "neither CDNLAB_CERTS nor CDNLAB_LAB is set: cannot find the lab's certificates"
                     .into(),

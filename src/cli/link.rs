@@ -155,17 +155,19 @@ fn reset(lab: &str, a: Option<String>, b: Option<String>) -> Result<(), Failure>
             ))
         }
     };
-    for segment in segments {
-        for index in 0..state.directions.len() {
-            if state.directions[index].segment == segment {
-                links::set_direction(&mut state, index, Impairments::default())?;
+    state.update(|state| {
+        for segment in segments {
+            for index in 0..state.directions.len() {
+                if state.directions[index].segment == segment {
+                    links::set_direction(state, index, Impairments::default())?;
+                }
             }
+            events::record(
+                state,
+                serde_json::json!({"event": "link_reset", "segment": state.topology.segments[segment].name}),
+            )?;
         }
-        events::record(
-            &state,
-            serde_json::json!({"event": "link_reset", "segment": state.topology.segments[segment].name}),
-        )?;
-    }
-    state.save()?;
+        Ok(())
+    })?;
     super::status::print_links(&state, false)
 }

@@ -62,8 +62,14 @@ enum Verb {
     /// Stop the lab's processes and remove everything it created.
     Down { lab: Option<String> },
     /// Remove every leftover of any lab (after a crash), without the topology file; with
-    /// names, only of those labs.
-    Clean { labs: Vec<String> },
+    /// names, only of those labs. A lab whose `cdnlab up` or `cdnlab run` is still running is
+    /// kept unless --force.
+    Clean {
+        labs: Vec<String>,
+        /// Also remove labs whose owning `cdnlab` process is still running.
+        #[arg(long)]
+        force: bool,
+    },
     /// Up, run the clients and the timeline, collect results, down; print a summary table.
     Run {
         #[command(flatten)]
@@ -227,6 +233,10 @@ fn check_replicates(
 
 /// Runs the command line; returns the process exit status.
 pub fn main() -> i32 {
+    // Output piped into `head` ends the command quietly, as for any Unix tool, instead of a
+    // panic on the broken pipe (Rust ignores SIGPIPE by default).
+    // SAFETY: restoring a signal's default disposition at start-up, before any thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     match dispatch(cli.command) {
         Ok(()) => 0,
@@ -269,12 +279,33 @@ pub fn usage_error(message: impl Into<String>) -> Failure {
     }
 }
 
+/// Says which labs a killed `cdnlab` left behind and how to remove them.
+fn warn_abandoned() {
+    for (lab, owner) in lab::state::abandoned_labs() {
+        eprintln!(
+            "warning: lab `{lab}` was left behind: the cdnlab process that owned it (pid {}) is gone; `cdnlab down {lab}` (or `cdnlab clean`) removes it",
+            owner.pid
+        );
+    }
+}
+
 fn dispatch(verb: Verb) -> Result<(), Failure> {
+    if !matches!(
+        verb,
+        Verb::Down { .. } | Verb::Clean { .. } | Verb::Container(_) | Verb::Pricing(_)
+    ) {
+        warn_abandoned();
+    }
     match verb {
         Verb::Up(args) => {
             let topology = load_topology(&args)?;
             interrupt::install();
-            let state = lab::up(topology, &up_options(&args, None))?;
+            let mut state = lab::up(topology, &up_options(&args, None))?;
+            // The lab stays up after this process exits: it is the user's now, not a leftover.
+            state.update(|state| {
+                state.owner = None;
+                Ok(())
+            })?;
             println!(
                 "lab `{}` is up ({} nodes, {} link backend); `cdnlab status {}` shows it, `cdnlab down {}` removes it",
                 state.lab,
@@ -309,12 +340,18 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
             println!("\nresults: {}", out.display());
             Ok(())
         }
-        Verb::Clean { labs } => {
-            let labs = lab::clean(&labs)?;
-            if labs.is_empty() {
+        Verb::Clean { labs, force } => {
+            for lab in &labs {
+                check_lab_arg(lab)?;
+            }
+            let cleaned = lab::clean(&labs, force)?;
+            for (lab, pid) in &cleaned.kept_live {
+                println!("kept: lab `{lab}` belongs to a running cdnlab (pid {pid}); stop that, or `cdnlab clean --force {lab}`");
+            }
+            if cleaned.removed.is_empty() {
                 println!("nothing to clean");
             } else {
-                println!("removed: {}", labs.join(", "));
+                println!("removed: {}", cleaned.removed.join(", "));
             }
             Ok(())
         }
@@ -339,9 +376,15 @@ pub fn up_options(args: &TopologyArgs, out_dir: Option<PathBuf>) -> lab::UpOptio
     }
 }
 
-/// The lab named, or the only one up.
+/// A LAB argument must be a well-formed lab name before it names any file (exit 2 otherwise).
+fn check_lab_arg(lab: &str) -> Result<(), Failure> {
+    topology::check_lab_name(lab).map_err(|e| usage_error(format!("LAB argument: {e}")))
+}
+
+/// The lab named (checked), or the only one up.
 pub fn resolve_lab(lab: Option<String>) -> Result<String, Failure> {
     if let Some(lab) = lab {
+        check_lab_arg(&lab)?;
         return Ok(lab);
     }
     let labs = lab::state::list_labs();

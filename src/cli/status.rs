@@ -107,6 +107,9 @@ pub fn status(lab: &str, as_json: bool) -> Result<(), Failure> {
         state.backend.name(),
         shaper_text
     );
+    if let Err(dead) = shaper::check_alive(&state) {
+        println!("{dead}");
+    }
     println!("\n{:<16} {:<18} ADDRESSES", "NODE", "PROCESS");
     for node in &nodes {
         let process = match &node["process"] {

@@ -56,12 +56,6 @@ fn preflight(topology: &Topology, backend: Backend) -> Result<()> {
         }
     }
     let lab = &topology.name;
-    if lab_dir(lab).exists() {
-        return err(format!(
-            "lab `{lab}` is already up (state in {}); run `cdnlab down {lab}` first, or pick another --name",
-            lab_dir(lab).display()
-        ));
-    }
     let prefix = format!("{NETNS_PREFIX}{lab}.");
     if let Some(stale) = existing_netns()
         .into_iter()
@@ -103,10 +97,10 @@ pub fn up(topology: Topology, options: &UpOptions) -> Result<LabState> {
     );
     let mut state = LabState {
         directions: links::plan_directions(&lab, &topology),
-        out_dir: options
-            .out_dir
-            .clone()
-            .unwrap_or_else(|| lab_dir(&lab).join("out")),
+        out_dir: match &options.out_dir {
+            Some(dir) => dir.clone(),
+            None => lab_dir(&lab)?.join("out"),
+        },
         lab,
         backend,
         namespaces,
@@ -114,9 +108,11 @@ pub fn up(topology: Topology, options: &UpOptions) -> Result<LabState> {
         processes: BTreeMap::new(),
         shaper: None,
         ready: false,
+        owner: Some(sys::own_process()?),
     };
-    // The state is written before anything exists, so `down` and `clean` can always find it.
-    state.save()?;
+    // The state is written before anything exists, so `down` and `clean` can always find it;
+    // creating it claims the lab's name (a second `up` of the name stops here).
+    state.create()?;
     match build(&mut state, options.seed) {
         Ok(()) => Ok(state),
         Err(e) => {
@@ -197,8 +193,11 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
     match state.backend {
         Backend::Kernel => links::install_qdiscs(state)?,
         Backend::Userspace => {
-            state.shaper = Some(shaper::start(state, seed)?);
-            state.save()?;
+            let shaper = shaper::start(state, seed)?;
+            state.update(|state| {
+                state.shaper = Some(shaper);
+                Ok(())
+            })?;
             links::install_queue_rules(state)?;
         }
     }
@@ -212,9 +211,10 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
     for (n, child) in children.iter_mut() {
         process::wait_ready(state, *n, child)?;
     }
-    state.ready = true;
-    state.save()?;
-    Ok(())
+    state.update(|state| {
+        state.ready = true;
+        Ok(())
+    })
 }
 
 /// The root namespace's `ip -batch` lines that create every veth (both ends placed straight in

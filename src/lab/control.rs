@@ -6,8 +6,18 @@ use super::sys::Result;
 use super::{events, links, process};
 use netem::ImpairmentsChange;
 
-/// Applies `change` to the directions of `segment` sent by `senders`, and records it.
+/// Applies `change` to the directions of `segment` sent by `senders`, and records it; under
+/// the lab's state lock, on the state as it is on disk, so concurrent changes are not lost.
 pub fn change_segment(
+    state: &mut LabState,
+    segment: usize,
+    senders: &[usize],
+    change: &ImpairmentsChange,
+) -> Result<()> {
+    state.update(|state| change_directions(state, segment, senders, change))
+}
+
+fn change_directions(
     state: &mut LabState,
     segment: usize,
     senders: &[usize],
@@ -25,7 +35,7 @@ pub fn change_segment(
             serde_json::json!({"event": "link_set", "direction": id, "impairments": new.to_string()}),
         )?;
     }
-    state.save()
+    Ok(())
 }
 
 /// Stops a node's process and records it.

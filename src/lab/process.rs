@@ -127,17 +127,23 @@ pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<Child>> {
     ));
     let name = spec.name.clone();
     let child = spawn_detached(&argv, &env, &state.log_path(&name))?;
-    state.processes.insert(name, record_of(&child)?);
-    state.save()?;
+    let record = record_of(&child)?;
+    state.update(|state| {
+        state.processes.insert(name, record);
+        Ok(())
+    })?;
     Ok(Some(child))
 }
 
 /// Stops node `node`'s process: SIGTERM to its session, SIGKILL after the grace period.
 pub fn stop_node(state: &mut LabState, node: usize) -> Result<()> {
     let name = state.topology.nodes[node].name.clone();
-    if let Some(record) = state.processes.remove(&name) {
+    if let Some(record) = state.processes.get(&name).cloned() {
         stop_processes(&[record]);
-        state.save()?;
+        state.update(|state| {
+            state.processes.remove(&name);
+            Ok(())
+        })?;
     }
     Ok(())
 }
@@ -189,6 +195,7 @@ pub fn wait_ready(state: &LabState, node: usize, child: &mut Option<Child>) -> R
                 ));
             }
         }
+        super::shaper::check_alive(state)?;
         if Instant::now() > deadline {
             return err(format!(
                 "node {} was not ready within {:?} ({}); the end of {}:\n{}",

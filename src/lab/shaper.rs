@@ -96,6 +96,29 @@ pub fn spawn(
     }
 }
 
+/// Fails if the lab's shaper is gone, naming the lab, how the shaper ended (when this process
+/// started it) and the last lines of its log. Without its shaper the lab's impaired links carry
+/// no traffic (the queues fail closed), so whoever calls this stops the lab rather than wait.
+/// The shaper is not restarted: the packets it held are lost and its schedules with them, so
+/// the measurement would carry a silent gap.
+pub fn check_alive(state: &LabState) -> Result<()> {
+    let Some(shaper) = &state.shaper else {
+        return Ok(());
+    };
+    if sys::process_alive(shaper.pid, shaper.start_time) {
+        return Ok(());
+    }
+    let how = sys::reap_exit(shaper.pid).unwrap_or_else(|| "is gone".to_string());
+    let log = state.logs_dir().join("shaper.log");
+    err(format!(
+        "the link shaper of lab `{}` (cdnlab-shaper, pid {}) {how}; without it the lab's impaired links carry no traffic, so the lab is stopped. The end of {}:\n{}",
+        state.lab,
+        shaper.pid,
+        log.display(),
+        process::log_tail(&log, 15)
+    ))
+}
+
 fn call(state: &LabState, req: &Request) -> Result<Response> {
     call_socket(&state.shaper_socket(), &format!("lab `{}`", state.lab), req)
 }

@@ -1,11 +1,14 @@
 //! What a lab created, written down before and while it is created, so that `down` and `clean`
 //! remove exactly that — even after the orchestrator or its nodes were killed.
 
-use crate::topology::Topology;
+use super::sys::{self, Error, Result};
+use crate::topology::{check_lab_name, Topology};
 use netem::Impairments;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// Every lab's state lives under this directory (`/run` is a tmpfs: nothing survives a reboot,
@@ -88,11 +91,24 @@ pub struct LabState {
     pub out_dir: PathBuf,
     /// False until `up` finished.
     pub ready: bool,
+    /// The `cdnlab` process that is making the lab (`up`) or running it (`run`); `None` once
+    /// `up` has handed the lab over to the user. A recorded owner that is gone means the lab
+    /// was left behind by a killed `cdnlab`, and `clean` may remove it; a live owner's lab is
+    /// not a leftover.
+    #[serde(default)]
+    pub owner: Option<ProcessRecord>,
 }
 
-pub fn lab_dir(lab: &str) -> PathBuf {
-    Path::new(STATE_ROOT).join(lab)
+/// The state directory of lab `lab`. The name is checked first, so the path is always one
+/// level below [`STATE_ROOT`]: a name like `/`, `..` or `a/b` is an error naming the rule.
+pub fn lab_dir(lab: &str) -> Result<PathBuf> {
+    check_lab_name(lab).map_err(Error)?;
+    Ok(Path::new(STATE_ROOT).join(lab))
 }
+
+/// The file whose lock serialises every read-modify-write of a lab's state.
+const LOCK_FILE: &str = "state.lock";
+const STATE_FILE: &str = "state.json";
 
 pub fn netns_of_node(lab: &str, node: &str) -> String {
     format!("{NETNS_PREFIX}{lab}.{node}")
@@ -103,8 +119,9 @@ pub fn netns_of_lan(lab: &str, lan: &str) -> String {
 }
 
 impl LabState {
+    /// The lab's state directory (`self.lab` was checked when the state was made or loaded).
     pub fn dir(&self) -> PathBuf {
-        lab_dir(&self.lab)
+        Path::new(STATE_ROOT).join(&self.lab)
     }
 
     pub fn logs_dir(&self) -> PathBuf {
@@ -132,23 +149,58 @@ impl LabState {
         netns_of_node(&self.lab, &self.topology.nodes[node].name)
     }
 
-    /// Writes the state atomically (write to a temporary file, then rename).
-    pub fn save(&self) -> super::sys::Result<()> {
+    /// Creates the lab's state directory and writes the first state. Creating the directory is
+    /// the lab's claim on its name: of two `up`s of one name, exactly one creates it; the other
+    /// gets an error and touches nothing. The directory is private (0700): the state carries
+    /// the topology's `env` values and the nodes' keys.
+    pub fn create(&self) -> Result<()> {
+        let dir = lab_dir(&self.lab)?;
+        std::fs::create_dir_all(STATE_ROOT)
+            .map_err(|e| Error(format!("creating {STATE_ROOT}: {e}")))?;
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return sys::err(format!(
+                    "lab `{lab}` is already up (state in {}); run `cdnlab down {lab}` first, or pick another --name",
+                    dir.display(),
+                    lab = self.lab
+                ))
+            }
+            Err(e) => return sys::err(format!("creating {}: {e}", dir.display())),
+        }
+        let _lock = lock(&dir)?;
         self.write()
-            .map_err(|e| super::sys::Error(format!("saving the state of lab `{}`: {e}", self.lab)))
     }
 
-    fn write(&self) -> io::Result<()> {
+    /// Applies `change` to the lab's current state and saves it, holding the lab's state lock
+    /// throughout: the state is first re-read from disk, so a change made meanwhile by another
+    /// process (`link set` while `run` plays its timeline) is kept, not overwritten. The state
+    /// is saved only if `change` succeeds.
+    pub fn update<T>(&mut self, change: impl FnOnce(&mut LabState) -> Result<T>) -> Result<T> {
         let dir = self.dir();
-        std::fs::create_dir_all(&dir)?;
-        let tmp = dir.join("state.json.tmp");
-        let text = serde_json::to_string_pretty(self).map_err(io::Error::other)?;
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(tmp, dir.join("state.json"))
+        let _lock = lock(&dir)?;
+        if dir.join(STATE_FILE).exists() {
+            *self = LabState::load(&self.lab).map_err(|e| Error(e.to_string()))?;
+        }
+        let value = change(self)?;
+        self.write()?;
+        Ok(value)
     }
 
+    /// Writes the state atomically (write to a temporary file, then rename).
+    fn write(&self) -> Result<()> {
+        let dir = self.dir();
+        let tmp = dir.join("state.json.tmp");
+        let text = serde_json::to_string_pretty(self).map_err(|e| Error(e.to_string()))?;
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, dir.join(STATE_FILE)))
+            .map_err(|e| Error(format!("saving the state of lab `{}`: {e}", self.lab)))
+    }
+
+    /// Reads lab `lab`'s state; the name is checked first.
     pub fn load(lab: &str) -> io::Result<LabState> {
-        let path = lab_dir(lab).join("state.json");
+        let dir = lab_dir(lab).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
+        let path = dir.join(STATE_FILE);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
                 io::Error::new(
@@ -159,12 +211,26 @@ impl LabState {
                 io::Error::new(e.kind(), format!("{}: {e}", path.display()))
             }
         })?;
-        serde_json::from_str(&text).map_err(|e| {
+        let state: LabState = serde_json::from_str(&text).map_err(|e| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("{}: {e}", path.display()),
             )
-        })
+        })?;
+        if state.lab != lab {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: names lab `{}`, not `{lab}`", path.display(), state.lab),
+            ));
+        }
+        Ok(state)
+    }
+
+    /// True if a `cdnlab` process owns the lab and is still running.
+    pub fn owner_alive(&self) -> bool {
+        self.owner
+            .as_ref()
+            .is_some_and(|o| sys::process_alive(o.pid, o.start_time))
     }
 
     /// The current rate (bits/s; `None` unlimited) of what node `sender` sends to node `peer`
@@ -189,15 +255,71 @@ impl LabState {
     }
 }
 
-/// Names of the labs that have a state directory.
+/// Holds the lab's state lock until dropped (`flock` on `DIR/state.lock`).
+struct StateLock {
+    _file: std::fs::File,
+}
+
+fn lock(dir: &Path) -> Result<StateLock> {
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error(format!("{}: {e}", path.display())))?;
+    loop {
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(StateLock { _file: file });
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return sys::err(format!("locking {}: {e}", path.display()));
+        }
+    }
+}
+
+/// True if `dir` is provably a lab's state directory: a real directory (not a link) directly
+/// inside a real [`STATE_ROOT`], holding the lock or state file every lab writes first.
+/// Removal touches nothing else.
+pub fn is_lab_dir(dir: &Path) -> bool {
+    let real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    let inside_root = match (
+        std::fs::canonicalize(STATE_ROOT),
+        std::fs::canonicalize(dir),
+    ) {
+        (Ok(root), Ok(real)) => real.parent() == Some(root.as_path()),
+        _ => false,
+    };
+    real_dir(Path::new(STATE_ROOT))
+        && real_dir(dir)
+        && inside_root
+        && (dir.join(LOCK_FILE).is_file() || dir.join(STATE_FILE).is_file())
+}
+
+/// Names of the labs that have a state directory (entries that are not lab names are ignored).
 pub fn list_labs() -> Vec<String> {
     let mut labs: Vec<String> = std::fs::read_dir(STATE_ROOT)
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|entry| entry.path().is_dir())
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
         .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|name| check_lab_name(name).is_ok())
         .collect();
     labs.sort();
     labs
+}
+
+/// Labs left behind by a `cdnlab` that was killed: their recorded owner is gone.
+pub fn abandoned_labs() -> Vec<(String, ProcessRecord)> {
+    list_labs()
+        .into_iter()
+        .filter_map(|lab| {
+            let state = LabState::load(&lab).ok()?;
+            let owner = state.owner.clone()?;
+            (!state.owner_alive()).then_some((lab, owner))
+        })
+        .collect()
 }

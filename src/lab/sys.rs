@@ -126,6 +126,35 @@ pub fn process_alive(pid: i32, start_time: u64) -> bool {
     state != Some("Z") && started == Some(start_time)
 }
 
+/// This process, as a record that outlives a recycled pid.
+pub fn own_process() -> Result<super::state::ProcessRecord> {
+    let pid = std::process::id() as i32;
+    let start_time = process_start_time(pid)
+        .ok_or_else(|| Error(format!("cannot read /proc/{pid}/stat of this process")))?;
+    Ok(super::state::ProcessRecord { pid, start_time })
+}
+
+/// How child `pid` ended, if it is a child of this process that has ended and not been reaped
+/// yet (it is reaped now): `exited with status N` or `was killed by signal N (NAME)`.
+pub fn reap_exit(pid: i32) -> Option<String> {
+    let mut status = 0;
+    // SAFETY: waitpid with WNOHANG on one pid writes only `status`.
+    if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } != pid {
+        return None;
+    }
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        // SAFETY: strsignal returns a pointer to a static or thread-local string.
+        let name = unsafe { std::ffi::CStr::from_ptr(libc::strsignal(signal)) };
+        Some(format!(
+            "was killed by signal {signal} ({})",
+            name.to_string_lossy()
+        ))
+    } else {
+        Some(format!("exited with status {}", libc::WEXITSTATUS(status)))
+    }
+}
+
 /// Sends `signal` to the process group led by `pid` (nodes run in their own sessions) and
 /// to the process itself.
 pub fn signal_group(pid: i32, signal: i32) {

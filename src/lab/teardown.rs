@@ -1,11 +1,18 @@
 //! `cdnlab down` and `cdnlab clean`: stop every process, delete every namespace (which takes
 //! its interfaces, routes, qdiscs and iptables rules with it), and remove every file the lab
 //! wrote — from the state file when there is one, by the namespaces' names otherwise.
+//!
+//! Removal only ever touches what a lab provably made: namespaces and `/etc/netns` entries
+//! named `cdnlab-LAB.…` of a well-formed lab name, and the lab's own directory directly inside
+//! the state root (see [`is_lab_dir`]).
 
 use super::build::existing_netns;
 use super::process::stop_processes;
-use super::state::{lab_dir, list_labs, LabState, ProcessRecord, NETNS_PREFIX, STATE_ROOT};
-use super::sys::{self, Result};
+use super::state::{
+    is_lab_dir, lab_dir, list_labs, LabState, ProcessRecord, NETNS_PREFIX, STATE_ROOT,
+};
+use super::sys::{self, Error, Result};
+use crate::topology::check_lab_name;
 use std::path::Path;
 
 /// Removes everything of the lab described by `state`. Idempotent: what is gone already is
@@ -13,7 +20,7 @@ use std::path::Path;
 pub fn teardown(state: &LabState) -> Result<()> {
     let records: Vec<ProcessRecord> = state.processes.values().cloned().collect();
     stop_processes(&records);
-    let removed = remove_namespaces(&state.namespaces);
+    let removed = remove_namespaces(&state.lab, &state.namespaces);
     // The shaper goes last: until the namespaces are gone, queued packets still need it.
     if let Some(shaper) = &state.shaper {
         stop_processes(std::slice::from_ref(shaper));
@@ -21,11 +28,39 @@ pub fn teardown(state: &LabState) -> Result<()> {
     removed.and(remove_state_dir(&state.lab))
 }
 
+/// True if `ns` is a namespace name lab `lab` can have made: `cdnlab-LAB.` and then node or
+/// LAN name characters only (so it is one path component under /run/netns and /etc/netns).
+fn is_netns_of(lab: &str, ns: &str) -> bool {
+    ns.strip_prefix(&lab_prefix(lab)).is_some_and(|rest| {
+        !rest.is_empty()
+            && !rest.starts_with('.')
+            && rest
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+    })
+}
+
 /// Every process still inside the namespaces is stopped, then the namespaces and their
-/// /etc/netns directories are removed.
-fn remove_namespaces(namespaces: &[String]) -> Result<()> {
+/// /etc/netns directories are removed. Names that are not the lab's are left alone.
+fn remove_namespaces(lab: &str, namespaces: &[String]) -> Result<()> {
+    let (ours, foreign): (Vec<&String>, Vec<&String>) =
+        namespaces.iter().partition(|ns| is_netns_of(lab, ns));
+    if !foreign.is_empty() {
+        eprintln!(
+            "warning: lab `{lab}`'s state names namespaces that are not its own, left alone: {}",
+            foreign
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let present = existing_netns();
-    let present: Vec<&String> = namespaces.iter().filter(|n| present.contains(n)).collect();
+    let present: Vec<&String> = ours
+        .iter()
+        .copied()
+        .filter(|n| present.contains(n))
+        .collect();
     let mut inside = Vec::new();
     for ns in &present {
         if let Ok(pids) = sys::run(&["ip", "netns", "pids", ns], None) {
@@ -42,7 +77,7 @@ fn remove_namespaces(namespaces: &[String]) -> Result<()> {
     stop_processes(&inside);
     let lines: Vec<String> = present.iter().map(|ns| format!("netns del {ns}")).collect();
     let deleted = sys::ip_batch(None, &lines);
-    for ns in namespaces {
+    for ns in ours {
         let dir = Path::new("/etc/netns").join(ns);
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
@@ -51,19 +86,27 @@ fn remove_namespaces(namespaces: &[String]) -> Result<()> {
     deleted
 }
 
+/// Removes the lab's state directory, if it is provably one (see [`is_lab_dir`]).
 fn remove_state_dir(lab: &str) -> Result<()> {
-    let dir = lab_dir(lab);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)?;
+    let dir = lab_dir(lab)?;
+    if std::fs::symlink_metadata(&dir).is_err() {
+        return Ok(());
     }
-    Ok(())
+    if !is_lab_dir(&dir) {
+        return sys::err(format!(
+            "{} is not provably lab `{lab}`'s state directory (a real directory in a real {STATE_ROOT}, holding state.lock or state.json); left alone",
+            dir.display()
+        ));
+    }
+    std::fs::remove_dir_all(&dir).map_err(|e| Error(format!("removing {}: {e}", dir.display())))
 }
 
 /// `cdnlab down LAB`: from the state file, or — if it is unreadable — by the lab's prefix.
 pub fn down(lab: &str) -> Result<()> {
+    let dir = lab_dir(lab)?;
     match LabState::load(lab) {
         Ok(state) => teardown(&state),
-        Err(e) if lab_dir(lab).exists() || has_namespaces(lab) => {
+        Err(e) if dir.exists() || has_namespaces(lab) => {
             eprintln!("warning: {e}; removing lab `{lab}` by its namespaces' names");
             remove_by_prefix(lab)
         }
@@ -76,26 +119,23 @@ fn lab_prefix(lab: &str) -> String {
 }
 
 fn has_namespaces(lab: &str) -> bool {
-    existing_netns()
-        .iter()
-        .any(|n| n.starts_with(&lab_prefix(lab)))
+    existing_netns().iter().any(|n| is_netns_of(lab, n))
 }
 
 fn remove_by_prefix(lab: &str) -> Result<()> {
-    let prefix = lab_prefix(lab);
     let namespaces: Vec<String> = existing_netns()
         .into_iter()
-        .filter(|n| n.starts_with(&prefix))
+        .filter(|n| is_netns_of(lab, n))
         .collect();
-    remove_namespaces(&namespaces)?;
-    stop_shapers_of(lab);
+    remove_namespaces(lab, &namespaces)?;
+    stop_shapers_of(lab)?;
     remove_state_dir(lab)
 }
 
 /// Stops `cdnlab-shaper` daemons whose config lies in the lab's state directory (found through
 /// /proc, for when the state file that names them is lost).
-fn stop_shapers_of(lab: &str) {
-    let config_prefix = format!("{}/", lab_dir(lab).display());
+fn stop_shapers_of(lab: &str) -> Result<()> {
+    let config_prefix = format!("{}/", lab_dir(lab)?.display());
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = entry
@@ -118,32 +158,40 @@ fn stop_shapers_of(lab: &str) {
         }
     }
     stop_processes(&found);
+    Ok(())
+}
+
+/// What `clean` did: the labs it removed, and those it left because a live `cdnlab` owns them.
+#[derive(Debug, Default)]
+pub struct Cleaned {
+    pub removed: Vec<String>,
+    /// Lab name and its owner's pid.
+    pub kept_live: Vec<(String, i32)>,
+}
+
+/// The lab a namespace or /etc/netns entry name belongs to, if it is a well-formed lab's.
+fn lab_of_netns(name: &str) -> Option<&str> {
+    let (lab, _) = name.strip_prefix(NETNS_PREFIX)?.split_once('.')?;
+    check_lab_name(lab).is_ok().then_some(lab)
 }
 
 /// `cdnlab clean`: removes every lab — those with state and any namespace, /etc/netns entry or
-/// shaper left by a lab whose state is gone — or, if `only` names labs, just those. Returns the
-/// labs it removed.
-pub fn clean(only: &[String]) -> Result<Vec<String>> {
-    let mut labs = list_labs();
-    for ns in existing_netns() {
-        if let Some(rest) = ns.strip_prefix(NETNS_PREFIX) {
-            if let Some((lab, _)) = rest.split_once('.') {
-                if !labs.iter().any(|l| l == lab) {
-                    labs.push(lab.to_string());
-                }
-            }
-        }
+/// shaper left by a lab whose state is gone — or, if `only` names labs, just those. A lab
+/// whose owning `cdnlab` (an `up` still building it, a `run` playing it) is alive is not a
+/// leftover: it is kept unless `force`.
+pub fn clean(only: &[String], force: bool) -> Result<Cleaned> {
+    for lab in only {
+        check_lab_name(lab).map_err(Error)?;
     }
-    for entry in std::fs::read_dir("/etc/netns")
+    let mut labs = list_labs();
+    let etc_netns: Vec<String> = std::fs::read_dir("/etc/netns")
         .into_iter()
         .flatten()
         .flatten()
-    {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some((lab, _)) = name
-            .strip_prefix(NETNS_PREFIX)
-            .and_then(|r| r.split_once('.'))
-        {
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    for name in existing_netns().iter().chain(&etc_netns) {
+        if let Some(lab) = lab_of_netns(name) {
             if !labs.iter().any(|l| l == lab) {
                 labs.push(lab.to_string());
             }
@@ -152,30 +200,62 @@ pub fn clean(only: &[String]) -> Result<Vec<String>> {
     if !only.is_empty() {
         labs.retain(|lab| only.contains(lab));
     }
+    let mut cleaned = Cleaned::default();
     let mut first_error = None;
-    for lab in &labs {
-        let result = match LabState::load(lab) {
-            Ok(state) => teardown(&state).and_then(|_| remove_by_prefix(lab)),
-            Err(_) => remove_by_prefix(lab),
+    for lab in labs {
+        let state = LabState::load(&lab).ok();
+        if let Some(owner) = state.as_ref().filter(|s| s.owner_alive() && !force) {
+            cleaned
+                .kept_live
+                .push((lab, owner.owner.as_ref().map_or(0, |o| o.pid)));
+            continue;
+        }
+        let result = match &state {
+            Some(state) => teardown(state).and_then(|_| remove_by_prefix(&lab)),
+            None => remove_by_prefix(&lab),
         };
         if let Err(e) = result {
             first_error.get_or_insert(e);
         }
         // Entries in /etc/netns whose namespace is already gone.
-        let prefix = lab_prefix(lab);
-        for entry in std::fs::read_dir("/etc/netns")
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if entry.file_name().to_string_lossy().starts_with(&prefix) {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
+        for name in etc_netns.iter().filter(|n| is_netns_of(&lab, n)) {
+            let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(name));
         }
+        cleaned.removed.push(lab);
     }
     let _ = std::fs::remove_dir(STATE_ROOT);
     match first_error {
         Some(e) => Err(e),
-        None => Ok(labs),
+        None => Ok(cleaned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_labs_own_namespace_names_are_its_own() {
+        assert!(is_netns_of("lab", "cdnlab-lab.client"));
+        assert!(is_netns_of("lab", "cdnlab-lab.lan.office"));
+        for foreign in [
+            "cdnlab-lab.",
+            "cdnlab-lab..",
+            "cdnlab-lab./x",
+            "cdnlab-lab.a/../../etc",
+            "cdnlab-labx.client",
+            "cdnlab-other.client",
+            "lab.client",
+        ] {
+            assert!(!is_netns_of("lab", foreign), "{foreign}");
+        }
+    }
+
+    #[test]
+    fn namespace_names_give_their_lab_only_if_it_is_a_lab_name() {
+        assert_eq!(lab_of_netns("cdnlab-lab.client"), Some("lab"));
+        assert_eq!(lab_of_netns("cdnlab-..client"), None);
+        assert_eq!(lab_of_netns("cdnlab-/.x"), None);
+        assert_eq!(lab_of_netns("other-lab.client"), None);
     }
 }

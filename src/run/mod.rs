@@ -109,6 +109,7 @@ fn play(state: &mut LabState, timeout: Duration) -> lab::Result<Vec<serde_json::
             break;
         }
         interrupt::check()?;
+        lab::shaper::check_alive(state)?;
         std::thread::sleep(Duration::from_millis(5));
     }
     events::record(state, serde_json::json!({"event": "clients_done"}))?;

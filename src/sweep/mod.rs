@@ -38,8 +38,10 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     }
     std::fs::create_dir_all(&runs_dir).map_err(|e| format!("{}: {e}", runs_dir.display()))?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate cdnlab: {e}"))?;
-    // Lab names must be unique on the machine and short: `sw` + a per-sweep stamp + the index.
-    let stamp = std::process::id() % 10_000;
+    // Lab names must be unique on the machine and short: `sw` + this sweep's pid (unique among
+    // running sweeps; at most 7 digits) + the index. A leftover lab of a dead sweep whose pid
+    // came round again makes that run fail with "already up", never touches the old lab.
+    let stamp = std::process::id();
     let bar = indicatif::ProgressBar::new(runs.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(

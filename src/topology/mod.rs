@@ -28,5 +28,6 @@ pub use error::{Problem, Span, TopologyError};
 pub use flags::ChangeFlags;
 pub use impairments::{change_from_flags, parse_change, ImpairmentFields, IMPAIRMENT_KEYS};
 pub use model::*;
+pub use names::check_lab_name;
 pub use parse::{load, parse, LoadOptions};
 pub use vars::parse_set;

@@ -7,8 +7,10 @@ use super::model::NodeId;
 use std::collections::HashMap;
 use toml::Spanned;
 
-/// Lowercase letters, digits and `-`, starting with a letter, 1 to 20 characters.
-pub(crate) fn check_lab_name(name: &str) -> Result<(), String> {
+/// Lowercase letters, digits and `-`, starting with a letter, 1 to 20 characters. Every lab
+/// name — a topology's, `--name`, or the LAB argument of any verb — passes this check before it
+/// names a file or a kernel object, so a name can never be a path (`/`, `..`, `a/b`).
+pub fn check_lab_name(name: &str) -> Result<(), String> {
     let well_formed = name.len() <= 20 && starts_with_letter(name) && only_name_chars(name);
     if well_formed {
         Ok(())

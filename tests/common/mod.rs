@@ -105,8 +105,34 @@ impl Drop for Lab {
     }
 }
 
+/// Processes of lab `name` still running: node processes (their environment names the lab)
+/// and its shaper (its command line names a config in the lab's state directory).
+fn lab_processes(name: &str) -> Vec<String> {
+    let env_mark = format!("CDNLAB_LAB={name}");
+    let config_mark = format!("/run/cdnlab/{name}/");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i64>() else {
+            continue;
+        };
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let in_env = environ
+            .split(|&b| b == 0)
+            .any(|var| var == env_mark.as_bytes());
+        let shaper = cmdline
+            .split(|&b| b == 0)
+            .any(|arg| arg.starts_with(config_mark.as_bytes()));
+        if (in_env || shaper) && alive(pid) {
+            let command = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            found.push(format!("process {pid}: {}", command.trim()));
+        }
+    }
+    found
+}
+
 /// Everything of lab `name` that is still on the machine: namespaces, /etc/netns entries, its
-/// state directory. Empty when the lab is fully gone.
+/// state directory, its node and shaper processes. Empty when the lab is fully gone.
 pub fn leftovers(name: &str) -> Vec<String> {
     let prefix = format!("cdnlab-{name}.");
     let mut found = Vec::new();
@@ -122,6 +148,7 @@ pub fn leftovers(name: &str) -> Vec<String> {
     if state.exists() {
         found.push(state.display().to_string());
     }
+    found.extend(lab_processes(name));
     found
 }
 
