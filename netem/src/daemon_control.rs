@@ -63,8 +63,11 @@ pub struct DaemonStatus {
     pub overruns: u64,
     /// Error reports from the kernel for verdicts (e.g. an unknown packet id).
     pub verdict_errors: u64,
-    /// Netlink messages that could not be parsed.
+    /// Netlink messages that could not be parsed (each skipped; the rest of its batch was read).
     pub malformed: u64,
+    /// Packets named by malformed messages, given a drop verdict so they do not fill the queue.
+    #[serde(default)]
+    pub malformed_dropped: u64,
     /// Timer wake-ups: how late the event loop ran after the time the timer was armed for.
     pub wakeup_lateness: Lateness,
     /// How far ahead of a departure the timer is armed, learnt from `wakeup_lateness`.
