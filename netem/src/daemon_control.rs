@@ -3,7 +3,7 @@
 //! link at run time and to read its counters.
 
 use crate::daemon_schedule::{ArrivalStats, Lateness};
-use crate::params::Impairments;
+use crate::params::{check_limit, Impairments};
 use crate::shaper::ShaperStats;
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, BufReader, Write};
@@ -122,7 +122,7 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
 }
 
 /// Refuses impairments the shaper would silently clamp or misread: probabilities outside
-/// [0, 1] and a zero queue limit.
+/// [0, 1] and a queue limit of 0 or above what the kernel's queue holds.
 pub fn check_impairments(impairments: &Impairments) -> Result<(), String> {
     let probabilities = [
         ("loss", impairments.loss),
@@ -134,9 +134,7 @@ pub fn check_impairments(impairments: &Impairments) -> Result<(), String> {
             return Err(format!("{name} {value} is outside 0..=1"));
         }
     }
-    if impairments.limit == 0 {
-        return Err("limit 0 would drop every packet; use loss 1.0 for that".to_string());
-    }
+    check_limit(impairments.limit).map_err(|e| e.0)?;
     Ok(())
 }
 
@@ -180,6 +178,7 @@ pub fn request(socket_path: &Path, request: &Request) -> io::Result<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::MAX_LIMIT;
 
     #[test]
     fn parses_the_three_requests() {
@@ -264,5 +263,16 @@ mod tests {
             ..Impairments::default()
         };
         assert!(check_impairments(&bad).is_err());
+        let at_most = Impairments {
+            limit: MAX_LIMIT,
+            ..Impairments::default()
+        };
+        assert_eq!(check_impairments(&at_most), Ok(()));
+        let too_many = Impairments {
+            limit: MAX_LIMIT + 1,
+            ..Impairments::default()
+        };
+        let err = check_impairments(&too_many).unwrap_err();
+        assert!(err.contains("65537") && err.contains("65536"), "{err}");
     }
 }

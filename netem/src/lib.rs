@@ -18,4 +18,4 @@ pub mod shaper;
 mod shaper_random;
 pub mod units;
 
-pub use params::{Distribution, Impairments, ImpairmentsChange, DEFAULT_LIMIT};
+pub use params::{Distribution, Impairments, ImpairmentsChange, DEFAULT_LIMIT, MAX_LIMIT};

@@ -22,6 +22,7 @@
 //! global static key `netstamp_needed_key`, on while any socket asks for receive timestamps
 //! (`net_enable_timestamp()`); the shaper daemon keeps such a socket open.
 
+use crate::params::MAX_LIMIT;
 use std::fs::File;
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -120,12 +121,12 @@ pub struct QueueConfig {
 }
 
 impl Default for QueueConfig {
-    /// What the link backend uses: enough copy for an IPv6 header, a queue far beyond any
-    /// netem limit (the shaper enforces the limit itself), fail-open off.
+    /// What the link backend uses: enough copy for an IPv6 header, a queue as long as the
+    /// largest netem limit (the shaper enforces the limit itself), fail-open off.
     fn default() -> Self {
         QueueConfig {
             copy: CopyMode::Packet { range: 40 },
-            max_len: 65536,
+            max_len: MAX_LIMIT,
             fail_open: false,
         }
     }

@@ -4,6 +4,7 @@
 //! `tc qdisc ... netem`. Unlike tc, a bare number is refused: tc reads a bare time as
 //! microseconds and a bare rate as bytes per second, a trap we would rather not set.
 
+use crate::params::check_limit;
 use std::fmt;
 
 /// A parse error: what was wrong with the text (the caller adds where it was).
@@ -137,6 +138,15 @@ pub fn parse_percent(text: &str) -> Result<f64, UnitError> {
         )));
     }
     Ok(value / 100.0)
+}
+
+/// A queue limit in packets: a whole number that [`check_limit`] accepts.
+pub fn parse_limit(text: &str) -> Result<u32, UnitError> {
+    let limit: u32 = text
+        .trim()
+        .parse()
+        .map_err(|_| UnitError(format!("`{text}` is not a whole number of packets")))?;
+    check_limit(limit)
 }
 
 /// Writes a time in nanoseconds the way tc would accept it back (`50ms`, `1.5s`, `250us`),
