@@ -834,10 +834,14 @@ fn setsockopt_int(fd: &OwnedFd, level: i32, name: i32, value: i32) -> io::Result
 }
 
 #[cfg(test)]
+#[path = "props/nfqueue.rs"]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    fn nlmsg(msg_type: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+    pub(super) fn nlmsg(msg_type: u16, seq: u32, body: &[u8]) -> Vec<u8> {
         let mut m = Vec::new();
         m.extend_from_slice(&((NLMSG_HDRLEN + body.len()) as u32).to_ne_bytes());
         m.extend_from_slice(&msg_type.to_ne_bytes());
@@ -849,14 +853,14 @@ mod tests {
         m
     }
 
-    fn attr(attr_type: u16, payload: &[u8]) -> Vec<u8> {
+    pub(super) fn attr(attr_type: u16, payload: &[u8]) -> Vec<u8> {
         let mut a = Vec::new();
         put_attr(&mut a, attr_type, payload);
         a
     }
 
     /// A packet message as the kernel builds it (nfgenmsg, packet header, optional attributes).
-    fn packet_msg(queue: u16, id: u32, extra: &[Vec<u8>]) -> Vec<u8> {
+    pub(super) fn packet_msg(queue: u16, id: u32, extra: &[Vec<u8>]) -> Vec<u8> {
         let mut body = vec![libc::AF_INET as u8, 0];
         body.extend_from_slice(&queue.to_be_bytes());
         let mut hdr = id.to_be_bytes().to_vec();
@@ -981,7 +985,7 @@ mod tests {
         );
     }
 
-    fn timestamp(sec: u64, usec: u64) -> Vec<u8> {
+    pub(super) fn timestamp(sec: u64, usec: u64) -> Vec<u8> {
         let mut payload = sec.to_be_bytes().to_vec();
         payload.extend_from_slice(&usec.to_be_bytes());
         attr(NFQA_TIMESTAMP, &payload)
@@ -1075,7 +1079,7 @@ mod tests {
     }
 
     /// Reads `datagram` as `recv_batch` does: (delivered packets, refused packets, summary).
-    fn read(datagram: &[u8]) -> (Vec<Packet>, Vec<(u16, u32)>, RecvSummary) {
+    pub(super) fn read(datagram: &[u8]) -> (Vec<Packet>, Vec<(u16, u32)>, RecvSummary) {
         let (mut delivered, mut refused, mut summary) =
             (Vec::new(), Vec::new(), RecvSummary::default());
         read_datagram(
