@@ -74,3 +74,8 @@ pub(crate) fn damaged(base: String) -> impl Strategy<Value = String> {
 pub(crate) fn damaged_one_of(bases: Vec<String>) -> impl Strategy<Value = String> {
     prop::sample::select(bases).prop_flat_map(damaged)
 }
+
+/// `base` with a few byte edits.
+pub(crate) fn damaged_bytes(base: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+    edits(any::<u8>()).prop_map(move |edits| apply(base.clone(), edits))
+}
