@@ -3,6 +3,7 @@
 //! `cdn::tests::props`); each runs proptest's 256 cases unless `PROPTEST_CASES` asks for more.
 //! This module also holds the strategies they share.
 
+mod http_range;
 mod topology;
 
 use proptest::prelude::*;
