@@ -3,7 +3,9 @@
 //! `cdn::tests::props`); each runs proptest's 256 cases unless `PROPTEST_CASES` asks for more.
 //! This module also holds the strategies they share.
 
+mod configs;
 mod http_range;
+mod icn_name;
 mod topology;
 
 use proptest::prelude::*;
