@@ -20,6 +20,8 @@ pub mod lru;
 pub mod plot;
 pub mod pricing;
 pub mod probe;
+#[cfg(test)]
+mod props;
 pub mod role_config;
 pub mod roles;
 pub mod run;

@@ -280,7 +280,8 @@ impl Daemon {
     }
 
     /// Reads one batch of packets from socket `index` and decides each one's fate. A message
-    /// that cannot be parsed is logged and counted; a failing socket ends the daemon.
+    /// that cannot be parsed is logged and counted (its packet, if named, is dropped) and the
+    /// rest of the batch goes on; a failing socket ends the daemon.
     fn receive(&mut self, index: usize) -> io::Result<()> {
         let mut arrivals = std::mem::take(&mut self.arrivals);
         arrivals.clear();
@@ -302,6 +303,17 @@ impl Daemon {
                         );
                     }
                 }
+                if let Some(error) = &summary.last_malformed {
+                    self.status.malformed += u64::from(summary.malformed);
+                    self.status.malformed_dropped += u64::from(summary.malformed_dropped);
+                    eprintln!(
+                        "cdnlab-shaper: skipped {} malformed message(s) on {} and dropped {} \
+                         packet(s) they named; the last: {error}",
+                        summary.malformed,
+                        self.netns_name(index),
+                        summary.malformed_dropped
+                    );
+                }
                 if summary.request_errors > 0 {
                     self.status.verdict_errors += u64::from(summary.request_errors);
                     eprintln!(
@@ -311,13 +323,6 @@ impl Daemon {
                         io::Error::from_raw_os_error(summary.last_request_errno)
                     );
                 }
-            }
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                self.status.malformed += 1;
-                eprintln!(
-                    "cdnlab-shaper: receiving on {}: {e}",
-                    self.netns_name(index)
-                );
             }
             Err(e) => {
                 let netns = self.netns_name(index);

@@ -3,7 +3,7 @@
 //! link at run time and to read its counters.
 
 use crate::daemon_schedule::{ArrivalStats, Lateness};
-use crate::params::Impairments;
+use crate::params::{check_limit, Impairments};
 use crate::shaper::ShaperStats;
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, BufReader, Write};
@@ -63,8 +63,11 @@ pub struct DaemonStatus {
     pub overruns: u64,
     /// Error reports from the kernel for verdicts (e.g. an unknown packet id).
     pub verdict_errors: u64,
-    /// Netlink messages that could not be parsed.
+    /// Netlink messages that could not be parsed (each skipped; the rest of its batch was read).
     pub malformed: u64,
+    /// Packets named by malformed messages, given a drop verdict so they do not fill the queue.
+    #[serde(default)]
+    pub malformed_dropped: u64,
     /// Timer wake-ups: how late the event loop ran after the time the timer was armed for.
     pub wakeup_lateness: Lateness,
     /// How far ahead of a departure the timer is armed, learnt from `wakeup_lateness`.
@@ -119,7 +122,7 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
 }
 
 /// Refuses impairments the shaper would silently clamp or misread: probabilities outside
-/// [0, 1] and a zero queue limit.
+/// [0, 1] and a queue limit of 0 or above what the kernel's queue holds.
 pub fn check_impairments(impairments: &Impairments) -> Result<(), String> {
     let probabilities = [
         ("loss", impairments.loss),
@@ -131,9 +134,7 @@ pub fn check_impairments(impairments: &Impairments) -> Result<(), String> {
             return Err(format!("{name} {value} is outside 0..=1"));
         }
     }
-    if impairments.limit == 0 {
-        return Err("limit 0 would drop every packet; use loss 1.0 for that".to_string());
-    }
+    check_limit(impairments.limit).map_err(|e| e.0)?;
     Ok(())
 }
 
@@ -177,6 +178,7 @@ pub fn request(socket_path: &Path, request: &Request) -> io::Result<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::MAX_LIMIT;
 
     #[test]
     fn parses_the_three_requests() {
@@ -228,6 +230,17 @@ mod tests {
             "{line}"
         );
         assert_eq!(parse_request(&line), Ok(set));
+        // Every f64 reads back exactly (serde_json's float_roundtrip; without it this one came
+        // back one ulp off, found by prop_control_requests_round_trip).
+        let set = Request::Set {
+            id: "a/b".into(),
+            impairments: Impairments {
+                loss_correlation: 0.062045663166484244,
+                ..Impairments::default()
+            },
+        };
+        let line = serde_json::to_string(&set).unwrap();
+        assert_eq!(parse_request(&line), Ok(set));
     }
 
     #[test]
@@ -261,5 +274,16 @@ mod tests {
             ..Impairments::default()
         };
         assert!(check_impairments(&bad).is_err());
+        let at_most = Impairments {
+            limit: MAX_LIMIT,
+            ..Impairments::default()
+        };
+        assert_eq!(check_impairments(&at_most), Ok(()));
+        let too_many = Impairments {
+            limit: MAX_LIMIT + 1,
+            ..Impairments::default()
+        };
+        let err = check_impairments(&too_many).unwrap_err();
+        assert!(err.contains("65537") && err.contains("65536"), "{err}");
     }
 }

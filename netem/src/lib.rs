@@ -18,4 +18,7 @@ pub mod shaper;
 mod shaper_random;
 pub mod units;
 
-pub use params::{Distribution, Impairments, ImpairmentsChange, DEFAULT_LIMIT};
+#[cfg(test)]
+mod props;
+
+pub use params::{Distribution, Impairments, ImpairmentsChange, DEFAULT_LIMIT, MAX_LIMIT};

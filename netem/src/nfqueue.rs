@@ -22,6 +22,7 @@
 //! global static key `netstamp_needed_key`, on while any socket asks for receive timestamps
 //! (`net_enable_timestamp()`); the shaper daemon keeps such a socket open.
 
+use crate::params::MAX_LIMIT;
 use std::fs::File;
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -120,12 +121,12 @@ pub struct QueueConfig {
 }
 
 impl Default for QueueConfig {
-    /// What the link backend uses: enough copy for an IPv6 header, a queue far beyond any
-    /// netem limit (the shaper enforces the limit itself), fail-open off.
+    /// What the link backend uses: enough copy for an IPv6 header, a queue as long as the
+    /// largest netem limit (the shaper enforces the limit itself), fail-open off.
     fn default() -> Self {
         QueueConfig {
             copy: CopyMode::Packet { range: 40 },
-            max_len: 65536,
+            max_len: MAX_LIMIT,
             fail_open: false,
         }
     }
@@ -144,8 +145,23 @@ pub enum Message {
     Other,
 }
 
+/// A message that could not be parsed. Its packet, when the message announced one and its id
+/// could be read, still waits in the kernel for a verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed {
+    pub error: String,
+    /// (queue number, packet id) of the packet the message announced.
+    pub packet: Option<(u16, u32)>,
+}
+
+impl From<Malformed> for io::Error {
+    fn from(malformed: Malformed) -> io::Error {
+        invalid(malformed.error)
+    }
+}
+
 /// What one [`NfQueueSocket::recv_batch`] call got.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecvSummary {
     pub packets: usize,
     /// The batch was full: more may be waiting.
@@ -157,6 +173,12 @@ pub struct RecvSummary {
     pub request_errors: u32,
     /// The errno of the last such report.
     pub last_request_errno: i32,
+    /// Messages (or datagrams) that could not be parsed; they were skipped.
+    pub malformed: u32,
+    /// Packets of malformed messages that were given a drop verdict (fail-closed).
+    pub malformed_dropped: u32,
+    /// Why the last malformed message was refused.
+    pub last_malformed: Option<String>,
 }
 
 fn invalid(what: String) -> io::Error {
@@ -259,14 +281,15 @@ pub struct Messages<'a> {
     rest: &'a [u8],
 }
 
-/// Iterates over the messages of a datagram received from the kernel; each malformed message is
-/// an error (and ends the iteration, since its length cannot be trusted).
+/// Iterates over the messages of a datagram received from the kernel. A malformed message is an
+/// error and the iteration goes on after it, unless its own length is what is wrong (then the
+/// rest cannot be framed and the iteration ends).
 pub fn messages(datagram: &[u8]) -> Messages<'_> {
     Messages { rest: datagram }
 }
 
 impl Iterator for Messages<'_> {
-    type Item = io::Result<Message>;
+    type Item = Result<Message, Malformed>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.rest.is_empty() {
@@ -274,35 +297,58 @@ impl Iterator for Messages<'_> {
         }
         let rest = std::mem::take(&mut self.rest);
         if rest.len() < NLMSG_HDRLEN {
-            return Some(Err(invalid(format!(
-                "netlink: {} trailing bytes, shorter than a message header",
-                rest.len()
-            ))));
+            return Some(Err(Malformed {
+                error: format!(
+                    "netlink: {} trailing bytes, shorter than a message header",
+                    rest.len()
+                ),
+                packet: None,
+            }));
         }
         let len = read_u32_ne(rest, 0) as usize;
         if len < NLMSG_HDRLEN || len > rest.len() {
-            return Some(Err(invalid(format!(
-                "netlink: message length {len} outside {NLMSG_HDRLEN}..={}",
-                rest.len()
-            ))));
+            return Some(Err(Malformed {
+                error: format!(
+                    "netlink: message length {len} outside {NLMSG_HDRLEN}..={}",
+                    rest.len()
+                ),
+                packet: unframed_packet(rest),
+            }));
         }
         self.rest = &rest[align4(len).min(rest.len())..];
         Some(parse_message(&rest[..len]))
     }
 }
 
+/// The packet a message whose length is wrong announced, read from the bytes there are (a
+/// datagram cut short by the receive slot keeps its packet header, which the kernel puts first).
+fn unframed_packet(rest: &[u8]) -> Option<(u16, u32)> {
+    if read_u16_ne(rest, 4) != PACKET_MSG_TYPE {
+        return None;
+    }
+    match parse_packet(&rest[NLMSG_HDRLEN..]) {
+        Ok(packet) => Some((packet.queue_num, packet.id)),
+        Err(malformed) => malformed.packet,
+    }
+}
+
+const PACKET_MSG_TYPE: u16 = (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET;
+
 /// Parses one netlink message (header included, exactly its length).
-fn parse_message(msg: &[u8]) -> io::Result<Message> {
+fn parse_message(msg: &[u8]) -> Result<Message, Malformed> {
     let msg_type = read_u16_ne(msg, 4);
     let seq = read_u32_ne(msg, 8);
     let body = &msg[NLMSG_HDRLEN..];
     match msg_type {
         NLMSG_ERROR => {
             if body.len() < 4 {
-                return Err(invalid(format!(
-                    "netlink: error message of {} bytes has no error code",
-                    msg.len()
-                )));
+                return Err(Malformed {
+                    error: format!(
+                        "netlink: error message of {} bytes has no error code",
+                        msg.len()
+                    ),
+                    packet: None,
+                });
             }
             let error = i32::from_ne_bytes([body[0], body[1], body[2], body[3]]);
             Ok(Message::Ack {
@@ -310,31 +356,45 @@ fn parse_message(msg: &[u8]) -> io::Result<Message> {
                 errno: error.saturating_neg(),
             })
         }
-        NLMSG_OVERRUN => Err(invalid(
-            "netlink: overrun message: data was lost".to_string(),
-        )),
+        NLMSG_OVERRUN => Err(Malformed {
+            error: "netlink: overrun message: data was lost".to_string(),
+            packet: None,
+        }),
         NLMSG_NOOP | NLMSG_DONE => Ok(Message::Other),
-        t if t == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET => {
-            parse_packet(body).map(Message::Packet)
-        }
+        PACKET_MSG_TYPE => parse_packet(body).map(Message::Packet),
         _ => Ok(Message::Other),
     }
 }
 
-/// Parses the body (after the netlink header) of an `NFQNL_MSG_PACKET` message.
-fn parse_packet(body: &[u8]) -> io::Result<Packet> {
+/// Parses the body (after the netlink header) of an `NFQNL_MSG_PACKET` message; when it is
+/// malformed, the error keeps the packet's id if the packet header was read.
+fn parse_packet(body: &[u8]) -> Result<Packet, Malformed> {
     if body.len() < NFGENMSG_LEN {
-        return Err(invalid(format!(
-            "nfqueue: packet message body of {} bytes has no nfgenmsg header",
-            body.len()
-        )));
+        return Err(Malformed {
+            error: format!(
+                "nfqueue: packet message body of {} bytes has no nfgenmsg header",
+                body.len()
+            ),
+            packet: None,
+        });
     }
     let queue_num = u16::from_be_bytes([body[2], body[3]]);
     let mut id = None;
+    parse_packet_attrs(queue_num, &body[NFGENMSG_LEN..], &mut id).map_err(|e| Malformed {
+        error: e.to_string(),
+        packet: id.map(|id| (queue_num, id)),
+    })
+}
+
+/// Reads a packet message's attributes, setting `id` as soon as the packet header is read.
+fn parse_packet_attrs(
+    queue_num: u16,
+    mut attrs: &[u8],
+    id: &mut Option<u32>,
+) -> io::Result<Packet> {
     let mut cap_len = None;
     let mut payload_len = None;
     let mut timestamp_ns = None;
-    let mut attrs = &body[NFGENMSG_LEN..];
     while !attrs.is_empty() {
         if attrs.len() < NLA_HDRLEN {
             return Err(invalid(format!(
@@ -360,7 +420,7 @@ fn parse_packet(body: &[u8]) -> io::Result<Packet> {
                         payload.len()
                     )));
                 }
-                id = Some(read_u32_be(payload, 0));
+                *id = Some(read_u32_be(payload, 0));
             }
             NFQA_CAP_LEN => {
                 if payload.len() != 4 {
@@ -415,6 +475,44 @@ fn timestamp_to_ns(stamp: [u8; 16]) -> Option<u64> {
         return None;
     }
     sec.checked_mul(1_000_000_000)?.checked_add(usec * 1_000)
+}
+
+impl RecvSummary {
+    fn note_malformed(&mut self, error: String) {
+        self.malformed += 1;
+        self.last_malformed = Some(error);
+    }
+}
+
+/// Hands each packet of `datagram` to `on_packet` and counts the rest in `summary`. A malformed
+/// message is skipped; the packet it names, when its id can be read, goes to `refuse` (for a drop
+/// verdict: fail-closed, and the kernel's queue does not fill with packets nobody will decide).
+fn read_datagram(
+    datagram: &[u8],
+    summary: &mut RecvSummary,
+    on_packet: &mut impl FnMut(Packet),
+    refuse: &mut impl FnMut(u16, u32),
+) {
+    for message in messages(datagram) {
+        match message {
+            Ok(Message::Packet(packet)) => {
+                on_packet(packet);
+                summary.packets += 1;
+            }
+            Ok(Message::Ack { errno, .. }) if errno != 0 => {
+                summary.request_errors += 1;
+                summary.last_request_errno = errno;
+            }
+            Ok(_) => {}
+            Err(malformed) => {
+                if let Some((queue_num, id)) = malformed.packet {
+                    refuse(queue_num, id);
+                    summary.malformed_dropped += 1;
+                }
+                summary.note_malformed(malformed.error);
+            }
+        }
+    }
 }
 
 /// A NETLINK_NETFILTER socket serving one or more queues of one network namespace.
@@ -591,7 +689,9 @@ impl NfQueueSocket {
     }
 
     /// Receives up to one batch of datagrams without blocking, calling `on_packet` for each
-    /// queued packet. Returns an empty summary when nothing is waiting.
+    /// queued packet. Returns an empty summary when nothing is waiting. A malformed message is
+    /// skipped and counted, and the packet it names (if its id can be read) gets a drop verdict
+    /// with the next [`NfQueueSocket::flush`]: the rest of the batch is still delivered.
     pub fn recv_batch(&mut self, mut on_packet: impl FnMut(Packet)) -> io::Result<RecvSummary> {
         let mut summary = RecvSummary::default();
         for packet in self.backlog.drain(..) {
@@ -632,26 +732,22 @@ impl NfQueueSocket {
         }
         let n = n as usize;
         summary.more = n == RECV_BATCH;
+        let (tx, seq) = (&mut self.tx, &mut self.seq);
+        let mut refuse = |queue_num, id| {
+            *seq = seq.wrapping_add(1);
+            put_verdict(tx, *seq, queue_num, id, Verdict::Drop);
+        };
         for (i, header) in headers[..n].iter().enumerate() {
             if header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
-                return Err(invalid(format!(
+                // The messages past the slot are lost; those within it are still read (the cut
+                // one is malformed, its packet dropped).
+                summary.note_malformed(format!(
                     "nfqueue: a datagram was longer than the {RECV_SLOT}-byte receive slot"
-                )));
+                ));
             }
-            let datagram = &self.rx[i * RECV_SLOT..i * RECV_SLOT + header.msg_len as usize];
-            for message in messages(datagram) {
-                match message? {
-                    Message::Packet(packet) => {
-                        on_packet(packet);
-                        summary.packets += 1;
-                    }
-                    Message::Ack { errno, .. } if errno != 0 => {
-                        summary.request_errors += 1;
-                        summary.last_request_errno = errno;
-                    }
-                    _ => {}
-                }
-            }
+            let len = (header.msg_len as usize).min(RECV_SLOT);
+            let datagram = &self.rx[i * RECV_SLOT..i * RECV_SLOT + len];
+            read_datagram(datagram, &mut summary, &mut on_packet, &mut refuse);
         }
         Ok(summary)
     }
@@ -738,10 +834,14 @@ fn setsockopt_int(fd: &OwnedFd, level: i32, name: i32, value: i32) -> io::Result
 }
 
 #[cfg(test)]
+#[path = "props/nfqueue.rs"]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    fn nlmsg(msg_type: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+    pub(super) fn nlmsg(msg_type: u16, seq: u32, body: &[u8]) -> Vec<u8> {
         let mut m = Vec::new();
         m.extend_from_slice(&((NLMSG_HDRLEN + body.len()) as u32).to_ne_bytes());
         m.extend_from_slice(&msg_type.to_ne_bytes());
@@ -753,14 +853,14 @@ mod tests {
         m
     }
 
-    fn attr(attr_type: u16, payload: &[u8]) -> Vec<u8> {
+    pub(super) fn attr(attr_type: u16, payload: &[u8]) -> Vec<u8> {
         let mut a = Vec::new();
         put_attr(&mut a, attr_type, payload);
         a
     }
 
     /// A packet message as the kernel builds it (nfgenmsg, packet header, optional attributes).
-    fn packet_msg(queue: u16, id: u32, extra: &[Vec<u8>]) -> Vec<u8> {
+    pub(super) fn packet_msg(queue: u16, id: u32, extra: &[Vec<u8>]) -> Vec<u8> {
         let mut body = vec![libc::AF_INET as u8, 0];
         body.extend_from_slice(&queue.to_be_bytes());
         let mut hdr = id.to_be_bytes().to_vec();
@@ -830,7 +930,7 @@ mod tests {
                 attr(NFQA_CAP_LEN, &1500u32.to_be_bytes()),
             ],
         );
-        let got: Vec<_> = messages(&msg).collect::<io::Result<_>>().unwrap();
+        let got: Vec<_> = messages(&msg).collect::<Result<_, _>>().unwrap();
         assert_eq!(
             got,
             vec![Message::Packet(Packet {
@@ -845,7 +945,7 @@ mod tests {
     #[test]
     fn short_packet_length_is_its_payload() {
         let msg = packet_msg(0, 1, &[attr(NFQA_PAYLOAD, &[0x45; 29])]);
-        let got: Vec<_> = messages(&msg).collect::<io::Result<_>>().unwrap();
+        let got: Vec<_> = messages(&msg).collect::<Result<_, _>>().unwrap();
         assert_eq!(
             got,
             vec![Message::Packet(Packet {
@@ -865,7 +965,7 @@ mod tests {
         datagram.extend(nlmsg(NLMSG_ERROR, 42, &err_body));
         datagram.extend(nlmsg(NLMSG_ERROR, 43, &0i32.to_ne_bytes()));
         datagram.extend(nlmsg(NLMSG_DONE, 0, &[]));
-        let got: Vec<_> = messages(&datagram).collect::<io::Result<_>>().unwrap();
+        let got: Vec<_> = messages(&datagram).collect::<Result<_, _>>().unwrap();
         assert_eq!(
             got,
             vec![
@@ -885,13 +985,13 @@ mod tests {
         );
     }
 
-    fn timestamp(sec: u64, usec: u64) -> Vec<u8> {
+    pub(super) fn timestamp(sec: u64, usec: u64) -> Vec<u8> {
         let mut payload = sec.to_be_bytes().to_vec();
         payload.extend_from_slice(&usec.to_be_bytes());
         attr(NFQA_TIMESTAMP, &payload)
     }
 
-    fn parse_one(msg: &[u8]) -> io::Result<Message> {
+    fn parse_one(msg: &[u8]) -> Result<Message, Malformed> {
         messages(msg).next().expect("one message")
     }
 
@@ -926,8 +1026,8 @@ mod tests {
         let msg = packet_msg(3, 9, &[attr(NFQA_TIMESTAMP, &[0; 8]), len]);
         let err = parse_one(&msg).unwrap_err();
         assert!(
-            err.to_string().contains("timestamp attribute of 8 bytes"),
-            "{err}"
+            err.error.contains("timestamp attribute of 8 bytes"),
+            "{err:?}"
         );
     }
 
@@ -936,7 +1036,7 @@ mod tests {
         // What the kernel sends in COPY_META mode: no payload, no capture length.
         let msg = packet_msg(2, 7, &[]);
         let err = messages(&msg).next().unwrap().unwrap_err();
-        assert!(err.to_string().contains("no length"), "{err}");
+        assert!(err.error.contains("no length"), "{err:?}");
     }
 
     #[test]
@@ -976,5 +1076,82 @@ mod tests {
             .next()
             .unwrap()
             .is_err());
+    }
+
+    /// Reads `datagram` as `recv_batch` does: (delivered packets, refused packets, summary).
+    pub(super) fn read(datagram: &[u8]) -> (Vec<Packet>, Vec<(u16, u32)>, RecvSummary) {
+        let (mut delivered, mut refused, mut summary) =
+            (Vec::new(), Vec::new(), RecvSummary::default());
+        read_datagram(
+            datagram,
+            &mut summary,
+            &mut |p| delivered.push(p),
+            &mut |q, id| refused.push((q, id)),
+        );
+        (delivered, refused, summary)
+    }
+
+    #[test]
+    fn a_malformed_message_does_not_abort_its_batch() {
+        let cap = || attr(NFQA_CAP_LEN, &100u32.to_be_bytes());
+        let first = packet_msg(1, 10, &[cap()]);
+        // Framed correctly, but its timestamp attribute has the wrong size: packet 11 is named.
+        let bad = packet_msg(1, 11, &[attr(NFQA_TIMESTAMP, &[0; 8]), cap()]);
+        let last = packet_msg(1, 12, &[cap()]);
+        let (delivered, refused, summary) = read(&[first, bad, last].concat());
+        let ids: Vec<u32> = delivered.iter().map(|p| p.id).collect();
+        assert_eq!(ids, [10, 12], "both good packets are delivered");
+        assert_eq!(
+            refused,
+            [(1, 11)],
+            "the bad one is dropped, not left in the queue"
+        );
+        assert_eq!(
+            (
+                summary.packets,
+                summary.malformed,
+                summary.malformed_dropped
+            ),
+            (2, 1, 1)
+        );
+        assert!(
+            summary
+                .last_malformed
+                .unwrap()
+                .contains("timestamp attribute of 8 bytes"),
+            "the reason is kept for the log"
+        );
+
+        // A message without a packet header names no packet: skipped, counted, nothing refused.
+        let mut headless = vec![libc::AF_INET as u8, 0, 0, 1];
+        headless.extend(cap());
+        let headless = nlmsg(NFNL_SUBSYS_QUEUE << 8, 0, &headless);
+        let (delivered, refused, summary) = read(
+            &[
+                packet_msg(1, 20, &[cap()]),
+                headless,
+                packet_msg(1, 21, &[cap()]),
+            ]
+            .concat(),
+        );
+        assert_eq!(delivered.len(), 2);
+        assert!(refused.is_empty());
+        assert_eq!(summary.malformed, 1);
+    }
+
+    #[test]
+    fn a_cut_message_still_names_its_packet() {
+        // The last message of a datagram cut by the receive slot: its length runs past the end.
+        let whole = packet_msg(4, 77, &[attr(NFQA_PAYLOAD, &[0x45; 40])]);
+        let cut = &whole[..whole.len() - 8];
+        let datagram = [
+            packet_msg(4, 76, &[attr(NFQA_CAP_LEN, &9u32.to_be_bytes())]),
+            cut.to_vec(),
+        ]
+        .concat();
+        let (delivered, refused, summary) = read(&datagram);
+        assert_eq!(delivered.len(), 1);
+        assert_eq!(refused, [(4, 77)]);
+        assert_eq!(summary.malformed, 1);
     }
 }

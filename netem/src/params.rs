@@ -1,11 +1,33 @@
 //! One direction of a link: the impairments tc-netem would apply on that egress.
 
-use crate::units::{format_duration_ns, format_percent, format_rate_bps};
+use crate::units::{format_duration_ns, format_percent, format_rate_bps, UnitError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// tc-netem's default queue limit, in packets.
 pub const DEFAULT_LIMIT: u32 = 1000;
+
+/// The largest queue limit, in packets: what the userspace backend's NFQUEUE holds (its
+/// `max_len`); past it the kernel would drop packets before the shaper counts them. tc-netem has
+/// no such bound, but a limit that means the same on both backends is simpler.
+pub const MAX_LIMIT: u32 = 65_536;
+
+/// Refuses a queue limit no backend honours the same way: 0 (every packet dropped) and above
+/// [`MAX_LIMIT`]. The one rule the topology, `cdnlab link set` and the daemon's `set` share.
+pub fn check_limit(limit: u32) -> Result<u32, UnitError> {
+    if limit == 0 {
+        return Err(UnitError(
+            "a queue limit must be at least 1 packet".to_string(),
+        ));
+    }
+    if limit > MAX_LIMIT {
+        return Err(UnitError(format!(
+            "a queue limit of {limit} packets is above the maximum, {MAX_LIMIT} (what the \
+             kernel's NFQUEUE holds)"
+        )));
+    }
+    Ok(limit)
+}
 
 /// The delay distribution for jitter, as `tc qdisc ... netem delay D J distribution X` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

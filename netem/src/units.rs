@@ -4,6 +4,7 @@
 //! `tc qdisc ... netem`. Unlike tc, a bare number is refused: tc reads a bare time as
 //! microseconds and a bare rate as bytes per second, a trap we would rather not set.
 
+use crate::params::check_limit;
 use std::fmt;
 
 /// A parse error: what was wrong with the text (the caller adds where it was).
@@ -18,8 +19,8 @@ impl fmt::Display for UnitError {
 
 impl std::error::Error for UnitError {}
 
-/// Splits `"1.5ms"` into `(1.5, "ms")`; the number must be finite.
-fn split_number(text: &str) -> Result<(f64, &str), UnitError> {
+/// Splits `"1.5ms"` into `(1.5, "1.5", "ms")`; the number must be finite.
+fn split_number(text: &str) -> Result<(f64, &str, &str), UnitError> {
     let text = text.trim();
     let end = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
@@ -31,12 +32,37 @@ fn split_number(text: &str) -> Result<(f64, &str), UnitError> {
     if !value.is_finite() {
         return Err(UnitError(format!("`{text}` is not a finite number")));
     }
-    Ok((value, unit.trim()))
+    Ok((value, number, unit.trim()))
+}
+
+/// `number × scale` rounded to the nearest whole unit (halves up), in integers so that every
+/// value the `format_*` functions write reads back as itself (through f64, 1234567.000000001s
+/// would not). Decimals past the 24th are ignored: they are below 10⁻¹¹ of the smallest unit.
+/// `number` is what [`split_number`] accepted and found non-negative; None above `u64::MAX / 2`.
+fn scaled(number: &str, scale: u64) -> Option<u64> {
+    let digits = number.trim_start_matches(['+', '-']);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let fraction = &fraction[..fraction.len().min(24)];
+    let parse = |digits: &str| -> Option<u128> {
+        if digits.is_empty() {
+            Some(0)
+        } else {
+            digits.parse().ok()
+        }
+    };
+    let denominator = 10u128.pow(fraction.len() as u32);
+    // Below 10²⁴ × 8·10¹² (the largest scale): no overflow in u128.
+    let numerator = parse(fraction)? * u128::from(scale);
+    let rounded = (2 * numerator + denominator) / (2 * denominator);
+    let total = parse(whole)?
+        .checked_mul(u128::from(scale))?
+        .checked_add(rounded)?;
+    u64::try_from(total).ok().filter(|&n| n <= u64::MAX / 2)
 }
 
 /// A time in nanoseconds, parsed from tc's time units (`s`, `ms`, `us`, `ns` and their long forms).
 pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
-    let (value, unit) = split_number(text)?;
+    let (value, number, unit) = split_number(text)?;
     if value < 0.0 {
         return Err(UnitError(format!(
             "`{}` is negative; a time must be 0 or more",
@@ -44,11 +70,11 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
         )));
     }
     let scale = match unit.to_ascii_lowercase().as_str() {
-        "s" | "sec" | "secs" => 1e9,
-        "ms" | "msec" | "msecs" => 1e6,
-        "us" | "usec" | "usecs" => 1e3,
-        "ns" | "nsec" | "nsecs" => 1.0,
-        "" if value == 0.0 => 1.0,
+        "s" | "sec" | "secs" => 1_000_000_000,
+        "ms" | "msec" | "msecs" => 1_000_000,
+        "us" | "usec" | "usecs" => 1_000,
+        "ns" | "nsec" | "nsecs" => 1,
+        "" if value == 0.0 => 1,
         "" => {
             return Err(UnitError(format!(
                 "`{}` has no unit; write it as e.g. `50ms`, `1.5s` or `500us`",
@@ -62,18 +88,14 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
             )))
         }
     };
-    let ns = (value * scale).round();
-    if ns > u64::MAX as f64 / 2.0 {
-        return Err(UnitError(format!("`{}` is too long a time", text.trim())));
-    }
-    Ok(ns as u64)
+    scaled(number, scale).ok_or_else(|| UnitError(format!("`{}` is too long a time", text.trim())))
 }
 
 /// A rate in bits per second, parsed from tc's rate units: `bit`, `kbit`, `mbit`, `gbit`, `tbit`
 /// (powers of 1000), `kibit`… (powers of 1024), and `bps`, `kbps`, `mbps`, `gbps`, `tbps`
 /// (bytes per second, as tc reads them).
 pub fn parse_rate_bps(text: &str) -> Result<u64, UnitError> {
-    let (value, unit) = split_number(text)?;
+    let (value, number, unit) = split_number(text)?;
     if value < 0.0 {
         return Err(UnitError(format!(
             "`{}` is negative; a rate must be above 0",
@@ -81,20 +103,20 @@ pub fn parse_rate_bps(text: &str) -> Result<u64, UnitError> {
         )));
     }
     let scale = match unit.to_ascii_lowercase().as_str() {
-        "bit" => 1.0,
-        "kbit" => 1e3,
-        "mbit" => 1e6,
-        "gbit" => 1e9,
-        "tbit" => 1e12,
-        "kibit" => 1024.0,
-        "mibit" => 1024.0 * 1024.0,
-        "gibit" => 1024.0 * 1024.0 * 1024.0,
-        "tibit" => 1024.0f64.powi(4),
-        "bps" => 8.0,
-        "kbps" => 8e3,
-        "mbps" => 8e6,
-        "gbps" => 8e9,
-        "tbps" => 8e12,
+        "bit" => 1,
+        "kbit" => 1_000,
+        "mbit" => 1_000_000,
+        "gbit" => 1_000_000_000,
+        "tbit" => 1_000_000_000_000,
+        "kibit" => 1 << 10,
+        "mibit" => 1 << 20,
+        "gibit" => 1 << 30,
+        "tibit" => 1 << 40,
+        "bps" => 8,
+        "kbps" => 8_000,
+        "mbps" => 8_000_000,
+        "gbps" => 8_000_000_000,
+        "tbps" => 8_000_000_000_000,
         "" => {
             return Err(UnitError(format!(
                 "`{}` has no unit; write it as e.g. `5mbit`, `100mbit` or `1gbit`",
@@ -108,22 +130,19 @@ pub fn parse_rate_bps(text: &str) -> Result<u64, UnitError> {
             )))
         }
     };
-    let bps = (value * scale).round();
-    if bps < 1.0 {
-        return Err(UnitError(format!(
+    match scaled(number, scale) {
+        Some(0) => Err(UnitError(format!(
             "`{}`: a rate must be above 0",
             text.trim()
-        )));
+        ))),
+        Some(bps) => Ok(bps),
+        None => Err(UnitError(format!("`{}` is too high a rate", text.trim()))),
     }
-    if bps > u64::MAX as f64 / 2.0 {
-        return Err(UnitError(format!("`{}` is too high a rate", text.trim())));
-    }
-    Ok(bps as u64)
 }
 
 /// A probability in [0, 1], parsed from a percentage such as `0.5%` (tc's notation).
 pub fn parse_percent(text: &str) -> Result<f64, UnitError> {
-    let (value, unit) = split_number(text)?;
+    let (value, _, unit) = split_number(text)?;
     if unit != "%" {
         return Err(UnitError(format!(
             "`{}` is not a percentage; write it as e.g. `0.5%`",
@@ -137,6 +156,15 @@ pub fn parse_percent(text: &str) -> Result<f64, UnitError> {
         )));
     }
     Ok(value / 100.0)
+}
+
+/// A queue limit in packets: a whole number that [`check_limit`] accepts.
+pub fn parse_limit(text: &str) -> Result<u32, UnitError> {
+    let limit: u32 = text
+        .trim()
+        .parse()
+        .map_err(|_| UnitError(format!("`{text}` is not a whole number of packets")))?;
+    check_limit(limit)
 }
 
 /// Writes a time in nanoseconds the way tc would accept it back (`50ms`, `1.5s`, `250us`),
@@ -247,10 +275,20 @@ mod tests {
             50_000_000,
             1_500_000_000,
             1_000_000_001,
+            // Found by prop_units_durations_round_trip when parsing went through f64.
+            66_935_466_371_630_897,
         ] {
             assert_eq!(parse_duration_ns(&format_duration_ns(ns)), Ok(ns));
         }
-        for bps in [1, 1_000, 64_000, 5_000_000, 1_500_000_000, 1_000_000_001] {
+        for bps in [
+            1,
+            1_000,
+            64_000,
+            5_000_000,
+            1_500_000_000,
+            1_000_000_001,
+            15_594_677_109_410_033,
+        ] {
             assert_eq!(parse_rate_bps(&format_rate_bps(bps)), Ok(bps));
         }
         assert_eq!(format_percent(0.005), "0.5%");

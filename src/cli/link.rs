@@ -99,8 +99,9 @@ fn link_between(state: &LabState, a: &str, b: &str) -> Result<usize, Failure> {
 }
 
 fn set(args: SetArgs) -> Result<(), Failure> {
-    let mut state = load(&resolve_lab(args.lab)?)?;
+    // The flags first: a bad value is a usage error whether or not the lab is up.
     let change = args.change.to_change().map_err(usage_error)?;
+    let mut state = load(&resolve_lab(args.lab)?)?;
     if change.is_empty() {
         return Err(usage_error(
             "nothing to change: give --delay, --jitter, --loss, --rate, --limit, …",
@@ -170,4 +171,29 @@ fn reset(lab: &str, a: Option<String>, b: Option<String>) -> Result<(), Failure>
         Ok(())
     })?;
     super::status::print_links(&state, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        verb: LinkVerb,
+    }
+
+    #[test]
+    fn a_limit_beyond_the_kernel_queue_is_a_usage_error() {
+        let args = ["link", "set", "--lab", "no-such-lab", "a", "b"];
+        let cli = Cli::try_parse_from(args.into_iter().chain(["--limit", "70000"])).unwrap();
+        let failure = run(cli.verb).unwrap_err();
+        assert_eq!(failure.status, 2, "{}", failure.message);
+        assert_eq!(
+            failure.message,
+            "--limit: a queue limit of 70000 packets is above the maximum, 65536 (what the \
+             kernel's NFQUEUE holds)"
+        );
+    }
 }

@@ -25,4 +25,6 @@ pub use server::{serve, ServerHandle};
 pub use tls::ALPN;
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 
 use super::error::{Diags, Span};
 use super::reader::a_type;
-use netem::units::{parse_duration_ns, parse_percent, parse_rate_bps};
+use netem::units::{parse_duration_ns, parse_limit, parse_percent, parse_rate_bps};
 use netem::{Distribution, ImpairmentsChange};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
@@ -115,14 +115,7 @@ impl<T> ImpairmentFields<T> {
                 Ok(())
             }),
             ("limit", self.limit.as_ref(), |c, t| {
-                let limit: u32 = t
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("`{t}` is not a whole number of packets"))?;
-                if limit == 0 {
-                    return Err("a queue limit must be at least 1 packet".to_string());
-                }
-                c.limit = Some(limit);
+                c.limit = Some(parse_limit(t).map_err(|e| e.0)?);
                 Ok(())
             }),
         ]

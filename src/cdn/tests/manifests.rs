@@ -31,7 +31,7 @@ fn expected_url(
 }
 
 /// The body the uRR answers for `url` (which must be on the uRR).
-fn fetch(table: &ChunkLocations, url: &str) -> String {
+pub(super) fn fetch(table: &ChunkLocations, url: &str) -> String {
     let path = url
         .strip_prefix("http://urr:8080")
         .unwrap_or_else(|| panic!("{url} is not on the uRR"));
@@ -42,7 +42,7 @@ fn fetch(table: &ChunkLocations, url: &str) -> String {
 }
 
 /// What a HAS client does with HLS: master, then each media playlist.
-fn hls_presentation(table: &ChunkLocations, master_url: &str) -> Presentation {
+pub(super) fn hls_presentation(table: &ChunkLocations, master_url: &str) -> Presentation {
     let variants = parse_master(&fetch(table, master_url), master_url).expect("master parses");
     let pairs = variants
         .into_iter()

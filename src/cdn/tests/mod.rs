@@ -7,6 +7,7 @@ mod manifests;
 mod parsers;
 mod paths;
 mod placement;
+mod props;
 mod routing;
 mod url;
 
@@ -34,17 +35,27 @@ fn routers() -> Routers {
 /// `bbb` (TS) and `fm` (fMP4), 10 chunks each, indices 0..6 downstream; consistent hashing
 /// upstream, round robin downstream.
 fn lab() -> ChunkLocations {
+    lab_of(10, 6)
+}
+
+/// `lab()` with `segments` chunks per video, the first `offloaded` indices downstream.
+fn lab_of(segments: usize, offloaded: usize) -> ChunkLocations {
     let mut table = ChunkLocations::new(
         vec![url("http://ucs1:8080"), url("http://ucs2:8080")],
         vec![url("http://dcs1:8080"), url("http://dcs2:8080")],
     )
     .expect("servers");
     for v in [
-        video("bbb", 10, Container::Ts),
-        video("fm", 10, Container::Fmp4),
+        video("bbb", segments, Container::Ts),
+        video("fm", segments, Container::Fmp4),
     ] {
-        let placement =
-            place(&Offload::FirstK(6), 10, &Popularity::ZipfRank, 1).expect("placement");
+        let placement = place(
+            &Offload::FirstK(offloaded),
+            segments,
+            &Popularity::ZipfRank,
+            1,
+        )
+        .expect("placement");
         table
             .add_video(
                 v,

@@ -233,6 +233,7 @@ ready_timeout = "0s"
 [[links]]
 endpoints = ["a", "b"]
 limit = -2
+from.b = { limit = 70000 }
 [[timeline]]
 at = "soon"
 stop = "a"
@@ -241,7 +242,9 @@ stop = "a"
         errors(text),
         "t.toml:5:17: ready_timeout: must be above 0\n\
          t.toml:9:9: limit: `-2` is not a whole number of packets\n\
-         t.toml:11:6: at: `soon` does not start with a number"
+         t.toml:10:20: limit: a queue limit of 70000 packets is above the maximum, 65536 (what \
+         the kernel's NFQUEUE holds)\n\
+         t.toml:12:6: at: `soon` does not start with a number"
     );
 }
 
