@@ -130,6 +130,22 @@ fn read_json(path: &Path) -> Option<serde_json::Value> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
+/// The seconds of segment 0's download (first request to last byte) in a `segments.csv`.
+fn first_download_s(segments_csv: &str) -> f64 {
+    let row = segments_csv.lines().nth(1).expect("a segment row");
+    row.split(',')
+        .nth(5)
+        .expect("download_time_s")
+        .parse()
+        .expect("seconds")
+}
+
 /// The seconds of the first hop (the request to uRR) of every segment, in order.
 fn urr_hops(segments_csv: &str) -> Vec<f64> {
     segments_csv
@@ -227,11 +243,14 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
             "{client}: {summary}"
         );
         let startup = summary["startup_delay_s"].as_f64().unwrap();
-        // One segment of 0.5 Mbit/s × 2 s over 5 Mbit/s, after redirects of at most a few
-        // round trips of 160 ms (60 + 2D at D = 50 ms): well under 2 s, and not zero.
+        // Playback starts once segment 0 is in, so start-up holds its whole download: at least
+        // one round trip and 0.5 Mbit/s × 2 s over 5 Mbit/s, 0.2 s. How long beyond that
+        // depends on the machine (BENCHMARKS.md and RESULTS.md measure it), so no upper bound.
+        let csv = std::fs::read_to_string(results.join(client).join("segments.csv")).unwrap();
+        let first = first_download_s(&csv);
         assert!(
-            startup > 0.1 && startup < 2.0,
-            "{client}: startup {startup} s"
+            startup > 0.1 && startup >= first - 1e-6,
+            "{client}: startup {startup} s, segment 0's download {first} s"
         );
         let quality = summary["avg_quality_mbps"].as_f64().unwrap();
         // 5 Mbit/s carries the 2 Mbit/s top quality: the session averages near it.
@@ -243,16 +262,29 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
     }
 
     // Under upstream-rr every segment's first request goes to uRR over the Internet: a round
-    // trip of 60 + 2D ms, 160 ms before the change and 560 ms after it.
+    // trip of 60 + 2D ms, 160 ms before the change and 560 ms after it. In segment order the
+    // hop steps up once: from the step on, every hop takes at least the new round trip (no
+    // machine load makes one faster; 0.54 leaves 20 ms for clock granularity). The change comes
+    // 10 s in, while the 20 s buffer is still filling: the first segments lie before it (how
+    // many depends on how soon the clients started), most of the 30 after it.
+    // A single hop can be slow on a busy machine, so each side is judged by its median: before
+    // the step nearer the old round trip than the new (under the midpoint, 0.36 s), after it
+    // below 0.8 s, the midpoint to what the delay applied twice each way would give (1.06 s).
     let csv = std::fs::read_to_string(results.join("c-upstream-rr/segments.csv")).unwrap();
     let hops = urr_hops(&csv);
     assert_eq!(hops.len(), CHUNKS, "{csv}");
     assert!(
-        hops[0] > 0.14 && hops[0] < 0.3,
-        "before the change: {hops:?}"
+        hops.iter().all(|&h| h > 0.14),
+        "faster than 60 + 2D: {hops:?}"
     );
-    let last = hops[hops.len() - 1];
-    assert!(last > 0.54 && last < 0.8, "after the change: {hops:?}");
+    let step = hops.iter().rposition(|&h| h < 0.54).map_or(0, |k| k + 1);
+    let (before, after) = hops.split_at(step);
+    assert!(
+        !before.is_empty() && after.len() >= 3,
+        "step at segment {step}: {hops:?}"
+    );
+    assert!(median(before) < 0.36, "before the change: {hops:?}");
+    assert!(median(after) < 0.8, "after the change: {hops:?}");
 
     let down = testbed.down();
     assert!(down.status.success(), "compose down: {}", text(&down));

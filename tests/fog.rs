@@ -45,6 +45,15 @@ fn miss_rate(viewers: &Value) -> f64 {
 /// testbed CDN is level with the FDN methods (at 30% caching ahead of them on four traces of
 /// six, unlike the paper's Figure 5: RESULTS.md shows it); a strict "no more than CDN" failed
 /// in CI at 9 misses against 8 of 405 segments, a difference a rerun of the same traces moves.
+///
+/// Expected pass rate: above 99.9%. Every method runs the same two traces (same seeds), so what
+/// varies between runs is only timing. Three runs at load averages 4-7 on 2 CPUs gave, as
+/// misses on trace 0 and trace 1 (of 200 and 205 segments): Central Cloud 13 and 21, 14 and
+/// 22, 13 and 21; CDN 7 and 7 every time; Robust 6 and 3 every time. A rerun moved a trace's
+/// count by at most 1, and the 9-against-8 CI failure above is of that size. Here Robust's 9
+/// must stay at most half of Central Cloud's 34-36 (a margin of 16 misses) and within CDN's
+/// 14 plus 8; failing takes a shift of 8 or more misses in the sums, eight times the largest
+/// rerun shift seen.
 #[test]
 fn robust_ffdn_halves_central_clouds_misses_and_is_level_with_cdn() {
     if !can_run_labs() {
@@ -65,6 +74,10 @@ fn robust_ffdn_halves_central_clouds_misses_and_is_level_with_cdn() {
                 ],
             );
             assert_eq!(viewers["method"], method, "{viewers}");
+            eprintln!(
+                "{method} trace {trace}: {} misses of {} segments",
+                viewers["deadline_misses"], viewers["segments"]
+            );
             let rate = miss_rate(&viewers);
             assert!((0.0..=1.0).contains(&rate), "{method}: {viewers}");
             misses += viewers["deadline_misses"].as_f64().unwrap();
@@ -101,21 +114,18 @@ fn robust_ffdn_halves_central_clouds_misses_and_is_level_with_cdn() {
     }
 }
 
-/// The `time_unix_s` of the first line of the cloud's log saying `fdn` went down at or after
-/// `since`.
-fn down_time(cloud_log: &str, fdn: &str, since: f64) -> Option<f64> {
+/// The first line of the cloud's log saying `fdn` went down at or after `since`: its
+/// `time_unix_s` and how many heartbeats it says were missed.
+fn down_time(cloud_log: &str, fdn: &str, since: f64) -> Option<(f64, u64)> {
     cloud_log
         .lines()
         .filter(|l| l.contains(&format!("fog monitor: {fdn} is down")))
         .filter_map(|l| {
-            l.split("time_unix_s ")
-                .nth(1)?
-                .split(')')
-                .next()?
-                .parse()
-                .ok()
+            let at = l.split("time_unix_s ").nth(1)?.split(')').next()?.parse();
+            let missed = l.split(" is down (").nth(1)?.split(' ').next()?.parse();
+            Some((at.ok()?, missed.ok()?))
         })
-        .find(|t: &f64| *t >= since)
+        .find(|(t, _)| *t >= since)
 }
 
 #[test]
@@ -141,14 +151,21 @@ fn a_killed_fdn_is_noticed_and_its_segments_go_elsewhere() {
         down_time(&cloud_log, "fdn2", stopped),
         "{cloud_log}"
     );
-    let down = down_time(&cloud_log, "fdn2", stopped)
+    let (down, missed) = down_time(&cloud_log, "fdn2", stopped)
         .unwrap_or_else(|| panic!("the fog monitor never marked fdn2 down:\n{cloud_log}"));
-    // Three missed heartbeats, each waited for up to 1 s (the heartbeat window, 3 s), and up
-    // to one 500 ms period before the first.
+    // The monitor decided on the third missed heartbeat in a row (missed_limit, 3), not on the
+    // first nor on some later one. How long that took (about 3 s: three heartbeats 500 ms
+    // apart, each answer awaited up to 1 s; RESULTS.md measured 2.7 s) is a time the machine's
+    // load stretches, so it is reported, not bounded from above.
     let noticed = down - stopped;
-    assert!(
-        (0.0..=3.5).contains(&noticed),
+    eprintln!("fdn2 marked down {noticed:.3} s after it was stopped, after {missed} misses");
+    assert_eq!(
+        missed, 3,
         "fdn2 stopped at {stopped}, marked down at {down} ({noticed:.2} s)"
+    );
+    assert!(
+        noticed >= 0.0,
+        "fdn2 marked down at {down}, before it was stopped at {stopped}"
     );
     // Once the metadata (read every 500 ms) says so, no segment is sent for from fdn2.
     let origin = viewers["origin_unix_s"].as_f64().unwrap();

@@ -69,9 +69,28 @@ fn planned_share(controller: &Value, site: usize, from_s: f64, to_s: f64) -> f64
 }
 
 /// site1 (the nearest to every region, so PARM loads it to the top of its band) drops from
-/// 4 to 1 Mbit/s at 30 s. Its SM module reads the new C_m; the PARM period at 40 s must give it
+/// 4 to 1 Mbit/s at 32 s. Its SM module reads the new C_m; the PARM period at 40 s must give it
 /// well under half the share it had before, the bandwidth it serves must fall with it, and
 /// requests must be served again once the new mapping is in force.
+///
+/// The event is at 32 s, not 30 s: the controller's SM periods end at 30 s and 35 s by its own
+/// clock, which starts within 50 ms of the clients', so at 30 s whether the period's PARM saw
+/// the new C_m was a race, and the bandwidth site1 served afterwards depended on who won
+/// (0.135 or 0.086 of the total in two runs). At 32 s the 35 s period sees it and the 40 s
+/// PARM moves the mapping, every run.
+///
+/// Expected pass rates (each above 99.9%), from 3 runs at load averages 4-6 on 2 CPUs (and 3
+/// earlier ones with the event at 30 s):
+/// - planned share: decided by the LP from the measured C_m, the same in every run (0.287-0.288
+///   before, 0.088 after: 0.31 of it, against at most 0.5); it fails only if site1's SM
+///   answers miss every period from 35 s to 60 s.
+/// - served share, SM periods from 50 s (the new mapping 10 s in force, site1's queue drained)
+///   against those before the event: 0.080 of 0.265, 0.090 of 0.302 and 0.082 of 0.277, each
+///   0.30 of it (spread 0.003), against at most 0.6: a margin of 100 times the spread.
+/// - requests failed after 50 s: 3, 0 and 0 of 1228 (1, 0 and 3 with the event at 30 s),
+///   against at most 12. Each failure is a request that timed out; at the highest rate seen
+///   (3 in 1228) 13 or more are a binomial tail of 2e-5, though failures come in bursts when
+///   the machine stalls.
 #[test]
 fn congesting_a_site_moves_the_mapping_away_from_it() {
     if !can_run_labs() {
@@ -86,15 +105,16 @@ fn congesting_a_site_moves_the_mapping_away_from_it() {
             "--set",
             "duration=60s",
             "--set",
-            "congest_at=30s",
+            "congest_at=32s",
         ],
     );
     check_loads(&summary);
     // Nothing fails before the event. Between it and the move, requests mapped to site1 wait
     // in its queue and some time out; once the new mapping is in force (from 40 s; its queue
     // drains within seconds) they are served again.
-    assert_eq!(failures(&out, 0.0, 30.0).1, 0);
+    assert_eq!(failures(&out, 0.0, 32.0).1, 0);
     let (sent, failed) = failures(&out, 50.0, 1e9);
+    eprintln!("after 50 s: {failed} of {sent} requests failed");
     assert!(
         sent > 1000 && failed * 100 <= sent,
         "{failed} of {sent} failed after 50 s"
@@ -109,7 +129,7 @@ fn congesting_a_site_moves_the_mapping_away_from_it() {
         match p["error"].as_str() {
             None => assert!(p["version"].is_u64(), "{p}"),
             Some(e) => {
-                assert!(t > 30.0, "PARM failed before the event: {e}");
+                assert!(t > 32.0, "PARM failed before the event: {e}");
                 // site1's SM answer crosses its congested link and may miss a whole period.
                 let named = e.contains("(4b)") || e.contains("(4c)");
                 assert!(named || e.contains("not every site was measured"), "{e}");
@@ -117,8 +137,9 @@ fn congesting_a_site_moves_the_mapping_away_from_it() {
             }
         }
     }
-    let before = planned_share(&controller, 0, 10.0, 30.0);
+    let before = planned_share(&controller, 0, 10.0, 32.0);
     let after = planned_share(&controller, 0, 40.0, 1e9);
+    eprintln!("site1's planned share {before:.3} before, {after:.3} after");
     assert!(
         after < 0.5 * before,
         "site1's planned share {before:.3} before the event, {after:.3} after"
@@ -143,7 +164,8 @@ fn congesting_a_site_moves_the_mapping_away_from_it() {
         assert!(!ticks.is_empty(), "no SM period in [{from}, {to}) s");
         ticks.iter().sum::<f64>() / ticks.len() as f64
     };
-    let (served_before, served_after) = (served(20.0, 30.5), served(45.0, 1e9));
+    let (served_before, served_after) = (served(20.0, 32.0), served(50.0, 1e9));
+    eprintln!("site1 served {served_before:.3} of the bandwidth before, {served_after:.3} after");
     assert!(
         served_after < 0.6 * served_before,
         "site1 served {served_before:.3} of the bandwidth before, {served_after:.3} after"
@@ -189,12 +211,50 @@ fn borders_keep_their_last_rules_without_the_controller() {
     check_loads(&summary);
     assert_eq!(failures(&out, 0.0, 1e9).1, 0, "requests failed");
     let controller = controller(&out);
-    let last_t = controller["ticks"]
-        .as_array()
-        .and_then(|t| t.last())
-        .and_then(|t| t["t_s"].as_f64())
-        .expect("ticks");
-    assert!(last_t < 26.0, "the controller ran until {last_t} s");
+    // The timeline stopped the controller at 25 s (never earlier), and it wrote nothing after
+    // that: its controller.json, saved after every SM period, is older than the stop. (Its own
+    // t_s counts from its start during `up`, before the clients' clock starts, so it is not
+    // compared with 25 s.) Before the stop it ran its first four SM periods, 20 s, so two PARM
+    // periods installed rules: the stop comes at least 5 s after the fourth is due.
+    let events: Vec<Value> = std::fs::read_to_string(out.join("events.jsonl"))
+        .expect("events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an event is JSON"))
+        .collect();
+    let time_of = |event: &str, node: Option<&str>| {
+        events
+            .iter()
+            .find(|e| e["event"] == event && node.is_none_or(|n| e["node"] == n))
+            .and_then(|e| e["time_unix_s"].as_f64())
+            .unwrap_or_else(|| panic!("no {event} {node:?} in {events:?}"))
+    };
+    let stopped = time_of("node_stop", Some("controller"));
+    let stopped_after_s = stopped - time_of("clients_start", None);
+    assert!(stopped_after_s >= 25.0, "stopped {stopped_after_s} s in");
+    let saved = std::fs::metadata(out.join("nodes/controller/controller.json"))
+        .and_then(|m| m.modified())
+        .expect("controller.json's time")
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let ticks = controller["ticks"].as_array().expect("ticks");
+    eprintln!(
+        "controller stopped {stopped_after_s:.3} s after clients_start; its last save \
+         {:.3} s before that; {} ticks, the last at t_s {}",
+        stopped - saved,
+        ticks.len(),
+        ticks.last().map_or(Value::Null, |t| t["t_s"].clone())
+    );
+    assert!(
+        saved <= stopped,
+        "controller.json saved {} s after the controller was stopped",
+        saved - stopped
+    );
+    assert!(
+        ticks.len() >= 4,
+        "{} SM periods before the stop",
+        ticks.len()
+    );
     let csv = std::fs::read_to_string(out.join("nodes/load4/requests.csv")).expect("requests.csv");
     let mut sites = std::collections::BTreeMap::<String, usize>::new();
     let mut late = 0;

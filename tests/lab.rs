@@ -51,7 +51,9 @@ fn up_until_node_a_started(lab: &Lab) -> std::process::Child {
     child
 }
 
-fn rtt_p50_ms(lab: &Lab, count: &str) -> f64 {
+/// `probe rtt` from client to server, `count` pings 10 ms apart: its `rtt_ms` summary (none may
+/// be lost: no link has loss).
+fn rtt_ms(lab: &Lab, count: &str) -> serde_json::Value {
     let out = lab.exec(
         "client",
         &[
@@ -67,7 +69,31 @@ fn rtt_p50_ms(lab: &Lab, count: &str) -> f64 {
     );
     let report: serde_json::Value = serde_json::from_str(&out).expect("rtt JSON");
     assert_eq!(report["loss_rate"], 0.0, "{report}");
-    report["rtt_ms"]["p50"].as_f64().expect("p50")
+    report["rtt_ms"].clone()
+}
+
+/// The median RTT of `rtt_ms`. Tests compare it with the configured RTT to within 1 ms: `cdnlab
+/// bench delay` (BENCHMARKS.md) measured median errors of 0.06–0.21 ms over 1000 pings in each
+/// of 11 runs, at load averages up to 3.9 on 2 CPUs, where the p99 error reached 112 ms. The
+/// median of 30 pings stays within 1 ms unless more than half of them are delayed by over
+/// 1 ms, which none of those runs came near.
+fn rtt_p50_ms(lab: &Lab, count: &str) -> f64 {
+    rtt_ms(lab, count)["p50"].as_f64().expect("p50")
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
+/// The events of a run's `events.jsonl`.
+fn events(out_dir: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out_dir.join("events.jsonl"))
+        .expect("events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an event is JSON"))
+        .collect()
 }
 
 #[test]
@@ -105,8 +131,14 @@ fn chain_rtt_goodput_and_runtime_delay_change() {
     );
     let report: serde_json::Value = serde_json::from_str(&out).expect("goodput JSON");
     let goodput = report["goodput_mbps"].as_f64().expect("goodput");
+    eprintln!("goodput {goodput:.3} Mbit/s through the 20 Mbit/s link");
+    // The link is held to its rate: TCP cannot get more through (20.5 leaves 2.5% for the
+    // measured window's edges). How close to the rate it gets (93-100%, `cdnlab bench rate` in
+    // BENCHMARKS.md) depends on the congestion control and on how busy the machine is, so the
+    // lower bound only rules out a wrong unit or scale (bytes for bits is 8 times off):
+    // more than half the rate.
     assert!(
-        (17.0..=20.5).contains(&goodput),
+        (10.0..=20.5).contains(&goodput),
         "goodput {goodput} Mbit/s through a 20 Mbit/s link"
     );
 
@@ -135,10 +167,20 @@ fn chain_rtt_goodput_and_runtime_delay_change() {
         "median RTT {rtt} ms after the change, configured 70 ms"
     );
 
-    // Reset removes the impairments entirely.
+    // Reset removes the impairments entirely: the status says so, and no ping is held back. Any
+    // delay left (5 ms on client-router, 30 ms on router-server, each way) would hold every
+    // ping for at least 10 ms, so one ping faster than that shows that none is left; the
+    // fastest of 50 is the measure that machine load disturbs least.
     run_ok(&["link", "reset", "--lab", &lab.name]);
-    let rtt = rtt_p50_ms(&lab, "50");
-    assert!(rtt < 1.0, "median RTT {rtt} ms after link reset");
+    let status = lab.status_json();
+    let links = status["links"].as_array().expect("links");
+    assert!(!links.is_empty(), "{status}");
+    for link in links {
+        assert_eq!(link["impairments"], "none", "after link reset: {link}");
+    }
+    let min = rtt_ms(&lab, "50")["min"].as_f64().expect("min");
+    eprintln!("RTT after link reset: min {min:.3} ms");
+    assert!(min < 10.0, "fastest RTT {min} ms after link reset");
 
     run_ok(&["down", &lab.name]);
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
@@ -290,6 +332,12 @@ fn two_labs_run_side_by_side() {
     assert!((rtt_p50_ms(&two, "30") - 50.0).abs() < 1.0);
 }
 
+/// A run with a timeline: the client pings every 10 ms for 2 s while the event at 1 s raises the
+/// server-to-client delay from 10 to 40 ms. Each ping's RTT (in send order) must step from 20 ms
+/// to 50 ms once, no earlier than the events say the client started and no later than the
+/// change: no machine load can make a ping sent after the change come back in under 49 ms, or
+/// one sent before it take 50 ms on median. What the RTT is, within the emulator's precision, is
+/// `cdnlab bench delay`'s business (BENCHMARKS.md), here only medians are held to it.
 #[test]
 fn run_collects_results_follows_the_timeline_and_records_failures() {
     if !can_run_labs() {
@@ -301,7 +349,7 @@ fn run_collects_results_follows_the_timeline_and_records_failures() {
 [nodes.client]
 role = "probe"
 client = true
-config = { mode = "client", target = "server", rtt_count = 150, rtt_interval = "10ms", goodput_seconds = 0 }
+config = { mode = "client", target = "server", rtt_count = 200, rtt_interval = "10ms", rtt_samples = true, goodput_seconds = 0 }
 [nodes.lost]
 role = "probe"
 client = true
@@ -316,7 +364,7 @@ delay = "10ms"
 [[links]]
 endpoints = ["lost", "server"]
 [[timeline]]
-at = "500ms"
+at = "1s"
 link = ["client", "server"]
 from = "server"
 delay = "40ms"
@@ -347,21 +395,81 @@ delay = "40ms"
     let client = clients.iter().find(|c| c["node"] == "client").unwrap();
     let lost = clients.iter().find(|c| c["node"] == "lost").unwrap();
     assert_eq!(client["failed"], false, "{client}");
-    // 20 ms round trip before the change at 0.5 s, 50 ms after: both show in the samples.
-    let min = client["rtt_ms_min"].as_f64().unwrap();
-    let max = client["rtt_ms_max"].as_f64().unwrap();
-    assert!((min - 20.0).abs() < 1.0, "min RTT {min}");
-    // The 50 ms samples are there; the upper bound leaves room for one late sample on a busy
-    // 2-core machine (how precise delays are is BENCHMARKS.md's business, not this test's).
-    assert!(max > 49.0 && max < 60.0, "max RTT {max}");
     assert_eq!(lost["failed"], true, "{lost}");
     assert!(lost["error"].as_str().is_some_and(|e| !e.is_empty()));
 
-    let events = std::fs::read_to_string(out_dir.join("events.jsonl")).unwrap();
-    assert!(
-        events.contains("\"link_set\"") && events.contains("client-server/server"),
-        "{events}"
+    // The timeline event fired, on the direction it names, with the new delay.
+    let events = events(&out_dir);
+    let time_of = |event: &str| {
+        events
+            .iter()
+            .find(|e| e["event"] == event)
+            .and_then(|e| e["time_unix_s"].as_f64())
+            .unwrap_or_else(|| panic!("no {event} in {events:?}"))
+    };
+    let change = events
+        .iter()
+        .find(|e| e["event"] == "link_set")
+        .unwrap_or_else(|| panic!("no link_set in {events:?}"));
+    assert_eq!(change["direction"], "client-server/server", "{change}");
+    assert_eq!(change["impairments"], "delay 40ms", "{change}");
+    let changed_after_s = time_of("link_set") - time_of("clients_start");
+
+    // Ping k left no earlier than k × 10 ms after clients_start (which is recorded before the
+    // client starts): from ping `first_after` on, every ping was sent after the change.
+    let samples: Vec<f64> = client["rtt_samples_ms"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no rtt_samples_ms: {client}"))
+        .iter()
+        .map(|s| {
+            s.as_f64()
+                .unwrap_or_else(|| panic!("a ping was lost: {client}"))
+        })
+        .collect();
+    assert_eq!(samples.len(), 200, "{client}");
+    let first_after = ((changed_after_s / 0.010).ceil() as usize).min(samples.len());
+    // The step: every ping from `step` on came back at the new delay.
+    let step = samples
+        .iter()
+        .rposition(|&rtt| rtt < 49.0)
+        .map_or(0, |k| k + 1);
+    let (before, after) = samples.split_at(step);
+    eprintln!(
+        "change {changed_after_s:.3} s after clients_start (ping {first_after}); step at ping \
+         {step}; median RTT {:.3} ms before ({} pings), {:.3} ms after ({} pings); fastest \
+         {:.3} ms",
+        median(before),
+        before.len(),
+        median(after),
+        after.len(),
+        samples.iter().copied().fold(f64::INFINITY, f64::min),
     );
+    // Physics: no ping beats its path's emulated delay, 2 × 10 ms.
+    assert!(samples.iter().all(|&rtt| rtt >= 19.5), "{samples:?}");
+    // No ping sent after the change came back at the old delay...
+    assert!(
+        step <= first_after,
+        "ping {step} came back in under 49 ms, but pings from {first_after} on were sent after \
+         the change: {samples:?}"
+    );
+    // ...and the pings before the step were at the old delay, the ones after at the new: the
+    // client started pinging well before the change at 1 s (at least 10 pings, 0.1 s, before
+    // it; it starts within milliseconds of clients_start), so both sides hold many.
+    assert!(
+        before.len() >= 10 && after.len() >= 10,
+        "step at ping {step}: {samples:?}"
+    );
+    assert!(
+        (median(before) - 20.0).abs() < 1.0,
+        "median RTT {} ms before the change: {samples:?}",
+        median(before)
+    );
+    assert!(
+        (median(after) - 50.0).abs() < 1.0,
+        "median RTT {} ms after the change: {samples:?}",
+        median(after)
+    );
+
     assert!(out_dir.join("logs/server.log").exists());
     assert!(out_dir.join("topology.toml").exists());
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());

@@ -333,6 +333,15 @@ fn tcp_echo(conn: &mut TcpStream, len: usize) -> Duration {
     start.elapsed()
 }
 
+/// Medians of 40 and 20 UDP probes must be within 2 ms of the configured RTT. `cdnlab bench
+/// delay` (BENCHMARKS.md) measured median errors of 0.06-0.21 ms over 1000 probes in each of 11
+/// runs at load averages up to 3.9 on 2 CPUs, where the p99 error reached 112 ms: machine load
+/// moves the tail, not the middle. A median of 20 is more than 2 ms off only if 10 or more of
+/// the 20 probes are; even if each probe independently had a 10% chance of that (more than the
+/// benchmark's p99 ever showed), that is a binomial tail of 7e-6 — expected pass rate above
+/// 99.9%, bursts of load that span the 2 s of probes being what remains. Measured in 3 runs
+/// at load averages 4-7: medians 40.16-40.18 and 100.16-100.19 ms. The loss steps are
+/// deterministic (100% and 0%), and TCP's 100 ms is a lower bound: no load makes it faster.
 #[test]
 fn delays_change_at_run_time_and_loss_blocks() {
     require_support!();
@@ -347,6 +356,7 @@ fn delays_change_at_run_time_and_loss_blocks() {
         "no probe may be lost without loss configured"
     );
     let median = median_ms(&rtts);
+    eprintln!("median RTT {median:.3} ms at 20 ms each way");
     assert!(
         (median - 40.0).abs() < 2.0,
         "median RTT {median:.3} ms with 20 ms each way"
@@ -358,6 +368,7 @@ fn delays_change_at_run_time_and_loss_blocks() {
     link.shaper.set("a", delay(50));
     link.shaper.set("b", delay(50));
     let median = median_ms(&probe_rtts(&client, 20, Duration::from_millis(5)));
+    eprintln!("median RTT {median:.3} ms at 50 ms each way");
     assert!(
         (median - 100.0).abs() < 2.0,
         "median RTT {median:.3} ms after set to 50 ms"

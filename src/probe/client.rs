@@ -50,6 +50,10 @@ pub struct ClientSummary {
     pub rtt_ms_max: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_ms_stdev: Option<f64>,
+    /// Every ping's RTT in ms in send order, `null` where lost (only with `rtt_samples`): ping
+    /// k was sent no earlier than k × `rtt_interval` after the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_samples_ms: Option<Vec<Option<f64>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_direction: Option<Direction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,6 +101,7 @@ impl ClientSummary {
             self.rtt_ms_max = Some(rtt.max);
             self.rtt_ms_stdev = Some(rtt.stdev);
         }
+        self.rtt_samples_ms = report.samples_ms.clone();
     }
 
     fn add_goodput(&mut self, report: &GoodputReport) {

@@ -7,6 +7,7 @@
 //! mode = "client"
 //! target = "server"        # HOST[:PORT]; port = 9000 unless given here or in `port`
 //! rtt_count = 200          # 0 skips; rtt_interval = "10ms", rtt_size = 64
+//! rtt_samples = false      # true: every ping's RTT in the summary, in send order
 //! goodput_seconds = 5      # 0 skips; goodput_warmup = "1s", goodput_direction = "download"
 //! stream_count = 0         # 0 skips; stream_rate_pps = 1000, stream_size = 200
 //! reach_timeout = "10s"    # how long the target may stay silent at the start
@@ -37,6 +38,7 @@ const CLIENT_KEYS: &[&str] = &[
     "rtt_count",
     "rtt_interval",
     "rtt_size",
+    "rtt_samples",
     "goodput_seconds",
     "goodput_warmup",
     "goodput_direction",
@@ -123,7 +125,7 @@ fn parse_client(config: &Keys) -> Result<ClientRole, String> {
             .duration("rtt_interval")?
             .unwrap_or(rtt_defaults.interval),
         size: config.count("rtt_size")?.unwrap_or(rtt_defaults.size),
-        keep_samples: false,
+        keep_samples: config.boolean("rtt_samples")?.unwrap_or(false),
     };
     let goodput_defaults = GoodputOptions::default();
     let goodput_seconds = config
@@ -180,10 +182,17 @@ mod tests {
         assert_eq!(client.reach_timeout, Duration::from_secs(10));
         let rtt = client.rtt.unwrap();
         assert_eq!((rtt.count, rtt.interval), (200, Duration::from_millis(10)));
+        assert!(!rtt.keep_samples, "samples only when asked for");
         let goodput = client.goodput.unwrap();
         assert_eq!(goodput.duration, Duration::from_secs(5));
         assert_eq!(goodput.direction, Direction::Download);
         assert_eq!(client.stream, None);
+        let RoleConfig::Client(client) =
+            parse("mode = 'client'\ntarget = 'server'\nrtt_samples = true").unwrap()
+        else {
+            panic!("not a client");
+        };
+        assert!(client.rtt.unwrap().keep_samples);
     }
 
     #[test]

@@ -1,5 +1,11 @@
 //! Every measurement against an in-process server on 127.0.0.1 (ephemeral ports, each test
-//! well under 3 s): loopback neither loses nor delays, so anything else is a bug.
+//! well under 3 s): loopback loses nothing, so a loss is a bug. How fast loopback is depends on
+//! what else the machine runs, so no test bounds a time or rate from above or a rate from below
+//! (`cdnlab bench` measures those); they check what the code decides (counts, losses, which
+//! error, that a timeout or pacing was honoured: a lower bound on the time taken) and that the
+//! measurements are consistent with each other (an RTT fits within the time the whole
+//! measurement took). The timing logic itself is tested without a network, on given times
+//! (echo_log.rs, meter.rs).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -31,17 +37,19 @@ fn rtt_on_loopback_is_fast_and_lossless() {
     };
     let started = Instant::now();
     let report = measure_rtt(server.addr(), &opts).unwrap();
-    // All answered: no drain wait, so about 50 × 2 ms.
-    assert!(
-        started.elapsed() < Duration::from_millis(1500),
-        "{:?}",
-        started.elapsed()
-    );
+    let took_ms = started.elapsed().as_secs_f64() * 1e3;
+    // The 50 pings follow their schedule: the last leaves 49 × 2 ms after the first. (That all
+    // answered ends the session without a drain wait is EchoLog's decision, tested there.)
+    assert!(took_ms >= 98.0, "{took_ms} ms");
     assert_eq!((report.sent, report.received), (50, 50));
     assert_eq!(report.loss_rate, 0.0);
     let rtt = report.rtt_ms.unwrap();
-    // The median, not the max: a busy 2-core machine may delay one wake-up by milliseconds.
-    assert!(rtt.p50 < 5.0 && rtt.min > 0.0, "{rtt:?}");
+    // Every round trip happened within the measurement: a unit slip (ns or µs read as ms)
+    // breaks this.
+    assert!(
+        rtt.min > 0.0 && rtt.max <= took_ms,
+        "{rtt:?} within {took_ms} ms"
+    );
     assert!(rtt.min <= rtt.p50 && rtt.p50 <= rtt.p99 && rtt.p99 <= rtt.max);
     let samples = report.samples_ms.unwrap();
     assert_eq!(samples.len(), 50);
@@ -60,10 +68,9 @@ fn rtt_to_a_silent_port_is_full_loss_after_the_drain_wait() {
     let started = Instant::now();
     let report = measure_rtt(target, &opts).unwrap();
     let took = started.elapsed();
-    assert!(
-        took >= Duration::from_secs(1) && took < Duration::from_secs(2),
-        "{took:?}"
-    );
+    // Nothing answered: it waited out the drain, 1 s after the last send (EchoLog decides how
+    // long; its tests check that no reply means the 1 s floor, not the 30 s ceiling).
+    assert!(took >= Duration::from_secs(1), "{took:?}");
     assert_eq!(
         (report.sent, report.received, report.loss_rate),
         (3, 0, 1.0)
@@ -92,12 +99,15 @@ fn rtt_options_are_checked() {
 #[test]
 fn wait_for_echo_finds_a_server_and_times_out_without_one() {
     let server = server();
+    let started = Instant::now();
     let rtt = wait_for_echo(server.addr(), Duration::from_secs(1)).unwrap();
-    assert!(rtt < Duration::from_millis(50));
+    assert!(rtt > Duration::ZERO && rtt <= started.elapsed(), "{rtt:?}");
     let started = Instant::now();
     let error = wait_for_echo(silent_port(), Duration::from_millis(300)).unwrap_err();
     assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
-    assert!(started.elapsed() < Duration::from_secs(1));
+    // It gave up at the timeout it was given, not before, and says which.
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(error.to_string().contains("within 300ms"), "{error}");
 }
 
 #[test]
@@ -108,12 +118,20 @@ fn download_goodput_on_loopback() {
         duration: Duration::from_millis(500),
         warmup: Duration::from_millis(200),
     };
+    let started = Instant::now();
     let report = measure_goodput(server.addr(), &opts).unwrap();
+    let took = started.elapsed().as_secs_f64();
     assert_eq!(report.measured_at, "client");
-    assert!(report.goodput_mbps > 100.0, "{report:?}");
+    // The server sends for warmup + duration, so the transfer lasts at least that long.
+    assert!(took >= 0.7, "{took} s");
+    // The window leaves out the warmup's bytes (which bytes are in it is WindowMeter's
+    // decision, tested in meter.rs) and lies within the transfer.
     assert!(report.window_bytes > 0 && report.window_bytes < report.bytes);
-    // The window is the 0.5 s after the warmup, up to the server's close.
-    assert!(report.seconds > 0.4 && report.seconds < 0.7, "{report:?}");
+    assert!(report.goodput_mbps > 0.0, "{report:?}");
+    assert!(
+        report.seconds > 0.0 && report.seconds < took,
+        "{report:?} within {took} s"
+    );
     let mbps = report.window_bytes as f64 * 8.0 / report.seconds / 1e6;
     assert!((mbps - report.goodput_mbps).abs() < 1e-6 * mbps);
     assert_eq!(server.stop().unwrap().connections, 1);
@@ -127,21 +145,27 @@ fn upload_goodput_on_loopback_counts_every_byte() {
         duration: Duration::from_millis(500),
         warmup: Duration::from_millis(200),
     };
+    let started = Instant::now();
     let report = measure_goodput(server.addr(), &opts).unwrap();
+    let took = started.elapsed().as_secs_f64();
     assert_eq!(report.measured_at, "server");
     assert_eq!(report.sent_bytes, Some(report.bytes));
-    assert!(report.goodput_mbps > 100.0, "{report:?}");
+    // The client sends for warmup + duration.
+    assert!(took >= 0.7, "{took} s");
+    assert!(report.goodput_mbps > 0.0, "{report:?}");
     assert!(report.window_bytes > 0 && report.window_bytes < report.bytes);
-    assert!(report.seconds > 0.4 && report.seconds < 0.7, "{report:?}");
+    assert!(
+        report.seconds > 0.0 && report.seconds < took,
+        "{report:?} within {took} s"
+    );
 }
 
 #[test]
 fn goodput_to_a_closed_port_fails_quickly() {
-    let started = Instant::now();
+    // Refused at once, not timed out after tcp::IO_TIMEOUT: the kind says which.
     let error = measure_goodput(silent_port(), &GoodputOptions::default()).unwrap_err();
     assert_eq!(error.kind(), std::io::ErrorKind::ConnectionRefused);
     assert!(error.to_string().contains("goodput with 127.0.0.1:"));
-    assert!(started.elapsed() < Duration::from_secs(1));
 }
 
 #[test]
@@ -155,19 +179,24 @@ fn stream_on_loopback_is_paced_and_lossless() {
     let started = Instant::now();
     let report = measure_stream(server.addr(), &opts).unwrap();
     let took = started.elapsed();
-    // 1000 datagrams at 2000/s take 0.5 s.
+    // 1000 datagrams at 2000/s take 0.5 s: no datagram leaves before its time, so neither the
+    // stream nor its achieved rate can beat the schedule (a late one only slows it).
+    assert!(took >= Duration::from_millis(499), "{took:?}");
     assert!(
-        took >= Duration::from_millis(499) && took < Duration::from_millis(1500),
-        "{took:?}"
+        report.achieved_pps > 0.0 && report.achieved_pps <= 2000.0 * (1.0 + 1e-9),
+        "{report:?}"
     );
-    assert!((report.achieved_pps - 2000.0).abs() < 200.0, "{report:?}");
     assert_eq!(
         (report.sent, report.received, report.loss_rate),
         (1000, 1000, 0.0)
     );
     assert_eq!(report.loss_scope, "round_trip");
     let rtt = report.rtt_ms.unwrap();
-    assert!(rtt.p50 < 5.0, "{rtt:?}");
+    let took_ms = took.as_secs_f64() * 1e3;
+    assert!(
+        rtt.min > 0.0 && rtt.max <= took_ms,
+        "{rtt:?} within {took_ms} ms"
+    );
     let variation = report.delay_variation_ms.unwrap();
     assert!((variation.p99_minus_p50 - (rtt.p99 - rtt.p50)).abs() < 1e-12);
     assert!(variation.stdev >= 0.0);
@@ -207,18 +236,30 @@ fn client_role_writes_its_summary() {
     let config = format!(
         "mode = 'client'\ntarget = '127.0.0.1'\nport = {}\nrtt_count = 20\nrtt_interval = '1ms'\n\
          goodput_seconds = 0.3\ngoodput_warmup = '100ms'\nstream_count = 200\n\
-         stream_rate_pps = 1000",
+         stream_rate_pps = 1000\nrtt_samples = true",
         server.addr().port()
     );
     let RoleConfig::Client(role) = parse_role_config(&config.parse().unwrap()).unwrap() else {
         panic!("not a client");
     };
+    let started = Instant::now();
     let summary = run_client(&role, "c1".to_string());
+    let took_ms = started.elapsed().as_secs_f64() * 1e3;
     assert!(!summary.failed, "{summary:?}");
     assert_eq!(summary.rtt_received, Some(20));
     assert_eq!(summary.stream_received, Some(200));
-    assert!(summary.goodput_mbps.unwrap() > 100.0);
-    assert!(summary.rtt_ms_p50.unwrap() < 5.0);
+    assert!(summary.goodput_mbps.unwrap() > 0.0);
+    let samples = summary
+        .rtt_samples_ms
+        .clone()
+        .expect("rtt_samples = true keeps them");
+    assert_eq!(samples.len(), 20);
+    let max = samples
+        .iter()
+        .map(|s| s.expect("none lost"))
+        .fold(0.0, f64::max);
+    assert_eq!(Some(max), summary.rtt_ms_max);
+    assert!(max > 0.0 && max <= took_ms, "{max} ms within {took_ms} ms");
 
     let dir = temp_dir("client");
     let path = crate::run::summary::write_client_summary(&dir, &summary).unwrap();
@@ -247,8 +288,12 @@ fn client_role_reports_an_unreachable_target() {
     };
     let started = Instant::now();
     let summary = run_client(&role, "c2".to_string());
-    assert!(started.elapsed() < Duration::from_secs(1));
+    // It waited reach_timeout, and gave up then rather than at the default 10 s: the error
+    // names the timeout it used.
+    assert!(started.elapsed() >= Duration::from_millis(300));
     assert!(summary.failed);
-    assert!(summary.error.unwrap().contains("no echo from 127.0.0.1:"));
+    let error = summary.error.unwrap();
+    assert!(error.contains("no echo from 127.0.0.1:"), "{error}");
+    assert!(error.contains("within reach_timeout 300ms"), "{error}");
     assert_eq!(summary.rtt_sent, None);
 }

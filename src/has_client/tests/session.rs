@@ -187,12 +187,15 @@ async fn an_hls_session_through_a_router_plays_in_real_time() {
     assert_eq!(summary.redirects_per_chunk, 1.0);
     assert!(summary.redirect_time_s > 0.0);
     assert!((summary.redirect_time_total_s - 6.0 * summary.redirect_time_s).abs() < 1e-9);
+    // Times on the session's clock (0 = the manifest request), compared with each other rather
+    // than bounded: how long loopback takes depends on the machine's load.
     let manifest_s = summary.manifest_time_s.unwrap();
-    assert!(manifest_s > 0.0 && manifest_s < 1.0, "{manifest_s}");
+    assert!(manifest_s > 0.0);
     assert!(summary.manifest_bytes > 0);
     let startup = summary.qoe.startup_delay_s.unwrap();
-    assert!(startup > 0.0 && startup < 1.0, "start-up {startup} s");
-    assert!(summary.qoe.startup_delay_from_manifest_s.unwrap() >= startup + manifest_s - 1e-6);
+    let started_s = summary.qoe.startup_delay_from_manifest_s.unwrap();
+    assert!(startup > 0.0, "start-up {startup} s");
+    assert!(started_s >= startup + manifest_s - 1e-6);
     assert_eq!(
         (summary.qoe.stall_count, summary.qoe.stall_time_s),
         (0, 0.0)
@@ -210,16 +213,27 @@ async fn an_hls_session_through_a_router_plays_in_real_time() {
         assert!(hops[0].starts_with(&format!("{r}:")), "{row:?}");
         assert!(hops[1].starts_with(&format!("{c}:")), "{row:?}");
     }
-    // P = 2 s holds 4 segments: segment 5 waits until 1 s of media has played.
     let request_s = |i: usize| rows[i][4].parse::<f64>().unwrap();
-    let paced = request_s(5) - request_s(0);
+    let download_s = |i: usize| rows[i][5].parse::<f64>().unwrap();
+    // The manifest came before the first segment was asked for, and playback started the
+    // moment segment 0 arrived (one start-up segment), before segment 1 was asked for. The CSV
+    // rounds to 1 µs.
+    assert!(manifest_s <= request_s(0) + 1e-6, "{manifest_s} {rows:?}");
     assert!(
-        (0.99..2.5).contains(&paced),
-        "segment 5 requested {paced} s after 0"
+        (started_s - (request_s(0) + download_s(0))).abs() < 2e-6,
+        "playback started at {started_s} s: {rows:?}"
     );
+    assert!(started_s <= request_s(1) + 1e-6, "{started_s} {rows:?}");
+    // P = 2 s holds 4 segments: segment 5 waits until 1 s of media has played (the room rule
+    // itself is Playback's, tested in has/tests/playback.rs).
+    let paced = request_s(5) - request_s(0);
+    assert!(paced >= 0.99, "segment 5 requested {paced} s after 0");
+    // Segments 0-3 fit at once: each is asked for as the one before arrives. This bounds a
+    // time, but as a decision: a needless wait for room would be a segment's playing time,
+    // 0.5 s each, 1.5 s for the three; the loopback downloads themselves take milliseconds.
     assert!(
         request_s(3) - request_s(0) < 0.5,
-        "segments 0-3 fit at once"
+        "segments 0-3 fit at once: {rows:?}"
     );
 
     // Keep-alive: one connection to the router and one to the content server for 6 segments.
@@ -420,10 +434,16 @@ async fn max_duration_ends_a_session_without_failure_and_a_stop_with_one() {
     let elapsed = started.elapsed();
     assert!(!summary.failed, "{:?}", summary.error);
     assert_eq!(summary.stopped_by, StoppedBy::MaxDuration);
-    assert!(elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(3));
-    // A 1 s buffer of 0.5 s segments, played for about 1 s: about 4 segments, far from 40.
+    // It ran its 1 s, and ended long before the 40 segments (20 s of media) could have played.
     assert!(
-        (2..=6).contains(&summary.segments_downloaded),
+        elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(20),
+        "{elapsed:?}"
+    );
+    // A 1 s buffer of 0.5 s segments, played for at most 1 s: at most 2 played and 2 buffered
+    // (6 leaves room for rounding at the edges), however fast the machine; at least the first
+    // arrived. How many in between depends on the machine's speed, so no tighter lower bound.
+    assert!(
+        (1..=6).contains(&summary.segments_downloaded),
         "{} segments",
         summary.segments_downloaded
     );

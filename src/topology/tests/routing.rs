@@ -4,7 +4,6 @@ use super::topology;
 use crate::topology::{hosts_entries, load, Interface, LoadOptions, Route, Topology};
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::time::Instant;
 
 fn addr(text: &str) -> Ipv4Addr {
     text.parse().unwrap()
@@ -341,13 +340,11 @@ subnet = "198.18.0.0/29"
     assert_everything_reachable(&t);
 }
 
+/// How fast this is belongs to `cdnlab bench scale` (its `plan` column); here, what it decides.
 #[test]
-fn a_hundred_node_tree_routes_in_well_under_a_second() {
+fn a_hundred_node_tree_routes_every_node_to_every_segment() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/tree100.toml");
-    let started = Instant::now();
     let t = load(&path, &LoadOptions::default()).unwrap();
-    let elapsed = started.elapsed();
-    assert!(elapsed.as_millis() < 250, "took {elapsed:?}");
     assert_eq!(t.nodes.len(), 100);
     for node in &t.nodes {
         assert_eq!(node.routes.len(), t.segments.len() - node.interfaces.len());
