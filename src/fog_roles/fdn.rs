@@ -27,7 +27,7 @@ use super::segment_payload;
 use crate::cdn_roles::http::{self, error};
 use crate::cdn_roles::run::{spawn_http, Running};
 use crate::cdn_roles::{Body, ServeOptions};
-use crate::control::{self, Client, Identity};
+use crate::control::{self, Callers, Client, Identity};
 use crate::fog::catalog::{cdn_caches_video, fdn_caches, Catalog};
 use crate::fog::estimator::{decide, Backlog, Method, SegmentOptions, Source};
 use crate::fog::normal::Normal;
@@ -463,13 +463,17 @@ async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>) {
         let Some(c) = client.as_ref() else { continue };
         if !registered {
             let request = CloudRequest::Register {
-                index: fdn.config.index as u32,
                 cached: fdn.cached_list(),
             };
             match c.call::<_, CloudResponse>(&request).await {
                 Ok(CloudResponse::Registered) => registered = true,
                 Ok(other) => eprintln!("fdn: the cloud refused the registration: {other:?}"),
-                Err(_) => {
+                Err(e) => {
+                    // A refusal (this node is not among the cloud's FDNs) is a misconfiguration
+                    // worth a line in the log each time; a lost connection is not.
+                    if e.kind() == std::io::ErrorKind::PermissionDenied {
+                        tracing::warn!("fdn: registration with the cloud: {e}");
+                    }
                     client = None;
                     continue;
                 }
@@ -550,9 +554,11 @@ pub async fn start(
     for _ in 0..fdn.config.workers {
         tokio::spawn(worker(fdn.clone(), receiver.clone(), rng.clone()));
     }
+    // Only the cloud's fog monitor sends heartbeats.
     let control = control::serve(
         control_bind,
         &identity,
+        Callers::only("FDN's heartbeat service", [fdn.config.cloud.clone()]),
         |_peer, FdnRequest::Heartbeat| async { FdnResponse::Alive },
     )
     .await

@@ -15,6 +15,7 @@ use crate::cdn::Payload;
 use crate::cdn_roles::http::{self, error};
 use crate::cdn_roles::run::{load_identity, spawn_http};
 use crate::cdn_roles::{Body, ServeOptions};
+use crate::control::Callers;
 use crate::role_config::Keys;
 use hyper::header::HeaderValue;
 use hyper::{Request, Response, StatusCode};
@@ -27,6 +28,8 @@ use toml::Table;
 
 #[derive(Debug, Clone)]
 pub struct SiteConfig {
+    /// The controller's node name: the only node that may read the SM module's measurements.
+    pub controller: String,
     pub port: u16,
     pub control_port: u16,
     /// C_m when it cannot be read from the lab, bits per second.
@@ -42,6 +45,7 @@ pub fn config(table: &Table) -> Result<SiteConfig, String> {
     let keys = Keys::new(table);
     keys.only(
         &[
+            "controller",
             "port",
             "control_port",
             "capacity",
@@ -63,6 +67,10 @@ pub fn config(table: &Table) -> Result<SiteConfig, String> {
         return keys.fail("object_size", "must be at least one byte");
     }
     Ok(SiteConfig {
+        controller: keys
+            .string("controller")?
+            .unwrap_or("controller")
+            .to_string(),
         port: keys.port("port", 80)?,
         control_port: keys.port("control_port", 4433)?,
         capacity_bps,
@@ -176,9 +184,11 @@ pub async fn run(config: SiteConfig, shutdown: impl Future<Output = ()>) -> Resu
         }),
     });
     let for_control = site.clone();
+    // Measuring restarts the counters: a second reader would steal the controller's demand.
     let control = crate::control::serve(
         any(config.control_port),
         &identity,
+        Callers::only("CDN site's SM module", [config.controller.clone()]),
         move |_peer, request: SiteRequest| {
             let site = for_control.clone();
             async move {
