@@ -26,4 +26,6 @@ pub mod role_config;
 pub mod roles;
 pub mod run;
 pub mod sweep;
+#[cfg(test)]
+mod testing;
 pub mod topology;

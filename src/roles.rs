@@ -12,6 +12,7 @@ where
     F: FnOnce(&'static str, PathBuf) -> Fut,
     Fut: Future<Output = Result<(), String>>,
 {
+    init_logs();
     let mut args = std::env::args_os().skip(1);
     let config = match (args.next(), args.next(), args.next()) {
         (Some(flag), Some(path), None) if flag == "--config" => PathBuf::from(path),
@@ -38,6 +39,16 @@ where
             ExitCode::FAILURE
         }
     }
+}
+
+/// Sends `tracing` events of level info and above to stderr — the node's log — as plain lines,
+/// without colour codes, since the log is a file. Once per process; a second call changes nothing.
+pub fn init_logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
 }
 
 /// Every role a topology may name.

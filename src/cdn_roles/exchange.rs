@@ -51,8 +51,6 @@ pub struct OffloadedVideo {
 pub enum DrrResponse {
     /// Every chunk's location: offloaded ones on the dCS that now holds them.
     Locations(ChunkLocations),
-    /// The caller may not offload here (not the configured uRR). Permanent.
-    Refused(String),
     /// The offer could not be carried out (bad offer, a dCS unreachable). Worth retrying.
     Failed(String),
 }
@@ -99,8 +97,6 @@ pub enum DcsResponse {
     Holding {
         chunks: u64,
     },
-    /// The caller is not the configured dRR. Permanent.
-    Refused(String),
     /// The assignment is unusable (its server index is not in the table).
     Failed(String),
 }

@@ -17,7 +17,7 @@ use super::exchange::{
     OffloadRequest,
 };
 use crate::cdn::{Assign, BaseUrl, ChunkLocations};
-use crate::control::{Client, Identity, PeerName};
+use crate::control::{Callers, Client, Identity};
 
 /// First wait between attempts; it doubles up to `MAX_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -31,7 +31,7 @@ pub enum Attempt {
 
 /// Calls `peer`'s control service with `request` until `judge` accepts an answer, retrying
 /// (with backoff, a fresh connection each time) while the peer is unreachable or `judge` says
-/// retry, until `deadline`.
+/// retry, until `deadline`. A peer that refuses this node is not asked again: that is for good.
 pub async fn call_until<Req, Resp, T>(
     peer: &Peer,
     identity: &Identity,
@@ -53,7 +53,10 @@ where
                 .await
             {
                 Err(_) => Err(Attempt::Retry("no answer before the deadline".to_string())),
-                Ok(Err(e)) => Err(Attempt::Retry(e)),
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    Err(Attempt::Fatal(e.to_string()))
+                }
+                Ok(Err(e)) => Err(Attempt::Retry(e.to_string())),
                 Ok(Ok(response)) => judge(response),
             };
         match outcome {
@@ -80,17 +83,21 @@ async fn call_once<Req: Serialize, Resp: DeserializeOwned>(
     identity: &Identity,
     request: &Req,
     timeout: Duration,
-) -> Result<Resp, String> {
+) -> std::io::Result<Resp> {
     let addr = tokio::net::lookup_host(peer.control.as_str())
         .await
-        .map_err(|e| format!("resolving {}: {e}", peer.control))?
+        .map_err(|e| std::io::Error::new(e.kind(), format!("resolving {}: {e}", peer.control)))?
         .next()
-        .ok_or_else(|| format!("{} resolves to no address", peer.control))?;
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{} resolves to no address", peer.control),
+            )
+        })?;
     let client = Client::connect(addr, &peer.node, identity)
-        .await
-        .map_err(|e| e.to_string())?
+        .await?
         .with_timeout(timeout);
-    let answer = client.call(request).await.map_err(|e| e.to_string());
+    let answer = client.call(request).await;
     client.close().await;
     answer
 }
@@ -116,7 +123,6 @@ pub async fn offer(
                     "its locations do not match the offer: {e}"
                 ))),
             },
-            DrrResponse::Refused(why) => Err(Attempt::Fatal(format!("refused: {why}"))),
             DrrResponse::Failed(why) => Err(Attempt::Retry(why)),
         },
     )
@@ -155,15 +161,13 @@ impl DrrControl {
         }
     }
 
-    /// Answers `request` from the authenticated node `peer`.
-    pub async fn handle(self: Arc<Self>, peer: PeerName, request: DrrRequest) -> DrrResponse {
-        if peer.as_str() != self.urr_node {
-            eprintln!("drr: refused an offer from node {peer}");
-            return DrrResponse::Refused(format!(
-                "node {peer} is not the upstream request router ({})",
-                self.urr_node
-            ));
-        }
+    /// Only the configured uRR offers its placement.
+    pub fn callers(&self) -> Callers {
+        Callers::only("dRR's chunk-location exchange", [self.urr_node.clone()])
+    }
+
+    /// Answers `request`, which `serve` let through from one of `callers`.
+    pub async fn handle(self: Arc<Self>, request: DrrRequest) -> DrrResponse {
         let DrrRequest::Offload(offer) = request;
         let _one_at_a_time = self.busy.lock().await;
         let urls: Vec<BaseUrl> = self.dcs.iter().map(|p| p.url.clone()).collect();
@@ -184,9 +188,7 @@ impl DrrControl {
             calls.spawn(async move {
                 let held = call_until(&peer, &identity, &assignment, deadline, |r| match r {
                     DcsResponse::Holding { chunks } => Ok(chunks),
-                    DcsResponse::Refused(why) | DcsResponse::Failed(why) => {
-                        Err(Attempt::Fatal(why))
-                    }
+                    DcsResponse::Failed(why) => Err(Attempt::Fatal(why)),
                 })
                 .await;
                 (peer.node, held)
@@ -226,15 +228,13 @@ impl DcsControl {
         }
     }
 
-    /// Answers `request` from the authenticated node `peer`.
-    pub fn handle(&self, peer: &str, request: DcsRequest) -> DcsResponse {
-        if peer != self.drr_node {
-            eprintln!("dcs: refused an assignment from node {peer}");
-            return DcsResponse::Refused(format!(
-                "node {peer} is not the downstream request router ({})",
-                self.drr_node
-            ));
-        }
+    /// Only the configured dRR assigns chunks.
+    pub fn callers(&self) -> Callers {
+        Callers::only("dCS's assignment service", [self.drr_node.clone()])
+    }
+
+    /// Answers `request`, which `serve` let through from one of `callers`.
+    pub fn handle(&self, request: DcsRequest) -> DcsResponse {
         let DcsRequest::Hold(assignment) = request;
         let servers = assignment.locations.downstream_servers().len();
         if assignment.server as usize >= servers {

@@ -134,9 +134,10 @@ pub async fn start_dcs(
 ) -> Result<Running, String> {
     let (published, assignment) = watch::channel(None);
     let control_service = Arc::new(DcsControl::new(config.drr_node.clone(), published));
-    let control = control::serve(control_bind, &identity, move |peer, request| {
+    let callers = control_service.callers();
+    let control = control::serve(control_bind, &identity, callers, move |_peer, request| {
         let service = control_service.clone();
-        async move { service.handle(peer.as_str(), request) }
+        async move { service.handle(request) }
     })
     .await
     .map_err(|e| e.to_string())?;
@@ -188,9 +189,12 @@ pub async fn start_drr(
         identity.clone(),
         published,
     ));
-    let control = control::serve(control_bind, &identity, move |peer, request| {
-        service.clone().handle(peer, request)
-    })
+    let control = control::serve(
+        control_bind,
+        &identity,
+        service.callers(),
+        move |_peer, request| service.clone().handle(request),
+    )
     .await
     .map_err(|e| e.to_string())?;
     let router = Arc::new(DownstreamRouter::new(locations));
@@ -323,6 +327,7 @@ struct Args {
 
 /// The four role binaries' `main`: parses `--config`, runs the role until SIGTERM or SIGINT.
 pub fn main(role: &'static str) -> ExitCode {
+    crate::roles::init_logs();
     let args = Args::parse();
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

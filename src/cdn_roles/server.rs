@@ -24,8 +24,14 @@ use super::http::{strip_for_head, target};
 /// `cdnlab down` waits before SIGKILL, so logs are flushed by an orderly exit.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// How long a connection may wait for its next request head (see `serve_http`).
+/// How long a connection may wait for its next request head (see `serve_http`), and how long
+/// one with no request in progress stays open, HTTP/2 included.
 pub const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(75);
+
+/// How often an HTTP/2 connection pings its client, and how long the pong may take: a client
+/// gone without closing (a dead host, a black-holed path) loses its connection in a bounded
+/// time even while a request waits.
+const HTTP2_PING: Duration = Duration::from_secs(20);
 
 /// How a role's HTTP server behaves besides its handler.
 #[derive(Debug, Clone)]
@@ -48,6 +54,23 @@ where
     H: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Response<Body>> + Send + 'static,
 {
+    serve_http_idle(listener, handler, options, KEEP_ALIVE_TIMEOUT, shutdown).await
+}
+
+/// `serve_http` closing a connection (gracefully) once it has had no request in progress for
+/// `idle`: HTTP/1's header timeout does that for HTTP/1, but an HTTP/2 client could otherwise
+/// keep an idle connection (and what the server holds for it) forever by answering pings.
+pub(crate) async fn serve_http_idle<H, Fut>(
+    listener: TcpListener,
+    handler: H,
+    options: ServeOptions,
+    idle: Duration,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()>
+where
+    H: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response<Body>> + Send + 'static,
+{
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // A limit on waiting for a request head, so an idle or trickling client cannot hold a
     // connection forever. hyper counts idle keep-alive time in it, so it is also the keep-alive
@@ -57,7 +80,11 @@ where
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(KEEP_ALIVE_TIMEOUT);
-    builder.http2().timer(TokioTimer::new());
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(HTTP2_PING)
+        .keep_alive_timeout(HTTP2_PING);
     let builder = Arc::new(builder);
     let (stop_tx, stop_rx) = watch::channel(false);
     // Each connection task holds a sender; `recv` returns `None` once all have finished.
@@ -86,13 +113,17 @@ where
         let mut stop = stop_rx.clone();
         let alive = alive_tx.clone();
         tokio::spawn(async move {
+            let (busy, mut in_progress) = watch::channel(0usize);
+            let busy = Arc::new(busy);
             let service = service_fn(move |request: Request<Incoming>| {
+                let working = Working::new(busy.clone());
                 let method = request.method().clone();
                 let logged = options
                     .access_log
                     .then(|| (target(request.uri()).to_string(), options.role));
                 let answer = handler(request);
                 async move {
+                    let _working = working;
                     let response = strip_for_head(&method, answer.await);
                     if let Some((target, role)) = logged {
                         let bytes = response
@@ -116,6 +147,16 @@ where
                     connection.as_mut().graceful_shutdown();
                     let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
                 }
+                () = idle_for(&mut in_progress, idle) => {
+                    // Lets a response still being sent finish, then closes.
+                    connection.as_mut().graceful_shutdown();
+                    tokio::select! {
+                        _ = connection.as_mut() => {}
+                        () = stopped(&mut stop) => {
+                            let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
+                        }
+                    }
+                }
             }
             drop(alive);
         });
@@ -125,6 +166,39 @@ where
     drop(alive_tx);
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, alive_rx.recv()).await;
     Ok(())
+}
+
+/// One request of a connection in progress (until its response is ready): counted up while it
+/// lives, so the connection's idle timer runs only while none is.
+struct Working(Arc<watch::Sender<usize>>);
+
+impl Working {
+    fn new(busy: Arc<watch::Sender<usize>>) -> Working {
+        busy.send_modify(|n| *n += 1);
+        Working(busy)
+    }
+}
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// Resolves once no request has been in progress for `limit` without a break.
+async fn idle_for(in_progress: &mut watch::Receiver<usize>, limit: Duration) {
+    loop {
+        if in_progress.wait_for(|n| *n == 0).await.is_err() {
+            // The connection's service is gone: the connection is ending by itself.
+            return std::future::pending().await;
+        }
+        in_progress.mark_unchanged();
+        match tokio::time::timeout(limit, in_progress.changed()).await {
+            Err(_) => return,
+            Ok(Ok(())) => continue,
+            Ok(Err(_)) => return std::future::pending().await,
+        }
+    }
 }
 
 /// Resolves once shutdown is asked (or the loop is gone).
@@ -144,4 +218,59 @@ pub async fn shutdown_signal() -> io::Result<impl Future<Output = ()>> {
             _ = int.recv() => {}
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper_util::rt::TokioExecutor;
+
+    /// An HTTP/2 client that keeps its connection without asking anything loses it after the
+    /// idle time; while a request is in progress it keeps it.
+    #[tokio::test]
+    async fn an_idle_http2_connection_is_closed() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handler = |request: Request<Incoming>| async move {
+            if request.uri().path() == "/slow" {
+                tokio::time::sleep(Duration::from_millis(900)).await;
+            }
+            Response::new(Body::bytes(&b"ok"[..]))
+        };
+        let options = ServeOptions {
+            role: "test",
+            access_log: false,
+        };
+        let idle = Duration::from_millis(300);
+        let server = tokio::spawn(serve_http_idle(
+            listener,
+            handler,
+            options,
+            idle,
+            std::future::pending(),
+        ));
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut sender, connection) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await
+                .unwrap();
+        let mut connection = tokio::spawn(connection);
+        let get = |path: &str| {
+            Request::get(format!("http://{addr}{path}"))
+                .body(http_body_util::Empty::<bytes::Bytes>::new())
+                .unwrap()
+        };
+        // A request three times the idle time long keeps the connection.
+        let slow = sender.send_request(get("/slow")).await.unwrap();
+        assert_eq!(slow.status(), 200);
+        assert!(!connection.is_finished());
+        assert_eq!(sender.send_request(get("/")).await.unwrap().status(), 200);
+        // Then nothing: the server closes the connection.
+        tokio::time::timeout(Duration::from_secs(5), &mut connection)
+            .await
+            .expect("the server closes an idle HTTP/2 connection")
+            .unwrap()
+            .unwrap();
+        server.abort();
+    }
 }

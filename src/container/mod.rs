@@ -10,18 +10,43 @@ pub mod spec;
 use std::io;
 use std::path::Path;
 
-/// Issues the control plane's certificates into `dir` (a volume every container mounts),
-/// unless a CA and a certificate for every node are already there: containers started
-/// earlier keep trusting what they loaded. Returns whether it issued.
+/// Issues the control plane's certificates into `dir/NODE/` for every node (each a volume of
+/// its own, which only the certs service and that node's container mount, so no container holds
+/// another node's key), unless every node's CA, certificate and key are already there:
+/// containers started earlier keep trusting what they loaded. Returns whether it issued.
 pub fn issue_certs_once(dir: &Path, lab: &str, nodes: &[&str]) -> io::Result<bool> {
-    let present = |name: &str| dir.join(name).is_file();
-    if present("ca.pem")
-        && nodes
-            .iter()
-            .all(|n| present(&format!("{n}.pem")) && present(&format!("{n}.key")))
-    {
+    let present = |node: &str, name: &str| dir.join(node).join(name).is_file();
+    if nodes.iter().all(|n| {
+        present(n, "ca.pem") && present(n, &format!("{n}.pem")) && present(n, &format!("{n}.key"))
+    }) {
         return Ok(false);
     }
-    crate::control::issue_lab_certs(dir, lab, nodes)?;
+    crate::control::issue_lab_certs_per_node(dir, lab, nodes)?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TempDir;
+
+    /// Each node's directory (its own volume in compose) gets what that node loads, and a
+    /// second run keeps them, so containers already running keep trusting the same CA.
+    #[test]
+    fn certs_are_issued_per_node_once() {
+        let dir = TempDir::new("container-certs");
+        assert!(issue_certs_once(&dir.0, "t", &["cloud", "fdn1"]).unwrap());
+        let ca = std::fs::read(dir.0.join("fdn1/ca.pem")).unwrap();
+        for node in ["cloud", "fdn1"] {
+            let identity = crate::control::Identity::load(&dir.0.join(node), node).unwrap();
+            assert_eq!(identity.node(), node);
+        }
+        assert!(!dir.0.join("fdn1/cloud.key").exists());
+        assert!(!issue_certs_once(&dir.0, "t", &["cloud", "fdn1"]).unwrap());
+        assert_eq!(std::fs::read(dir.0.join("fdn1/ca.pem")).unwrap(), ca);
+        // A node whose volume is new (missing files) gets everything issued afresh.
+        std::fs::remove_file(dir.0.join("cloud/cloud.key")).unwrap();
+        assert!(issue_certs_once(&dir.0, "t", &["cloud", "fdn1"]).unwrap());
+        assert_ne!(std::fs::read(dir.0.join("fdn1/ca.pem")).unwrap(), ca);
+    }
 }

@@ -8,19 +8,34 @@ use rcgen::{
 };
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 
 /// Issues a fresh CA for `lab` and one certificate per node (its SAN is the node name, good for
-/// both server and client authentication), written under `dir` as PEM: `ca.pem`, `NODE.pem`,
-/// `NODE.key` (mode 0600). Re-issuing replaces every file, and certificates from an earlier CA
-/// stop being accepted.
+/// both server and client authentication), written under `dir` (mode 0700) as PEM: `ca.pem`,
+/// `NODE.pem`, `NODE.key` (mode 0600). Re-issuing replaces every file, and certificates from an
+/// earlier CA stop being accepted.
 pub fn issue_lab_certs(dir: &Path, lab: &str, nodes: &[&str]) -> io::Result<()> {
+    issue(dir, lab, nodes, |_| dir.to_path_buf())
+}
+
+/// `issue_lab_certs` with a directory per node: `dir/NODE/` (mode 0700) holds `ca.pem`,
+/// `NODE.pem` and `NODE.key`, so a node given only its own directory (a container mounting
+/// one volume) holds no other node's key.
+pub fn issue_lab_certs_per_node(dir: &Path, lab: &str, nodes: &[&str]) -> io::Result<()> {
+    issue(dir, lab, nodes, |node| dir.join(node))
+}
+
+fn issue(
+    dir: &Path,
+    lab: &str,
+    nodes: &[&str],
+    node_dir: impl Fn(&str) -> PathBuf,
+) -> io::Result<()> {
     for node in nodes {
         check_node_name(node)?;
     }
-    fs::create_dir_all(dir)
-        .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
+    private_dir(dir)?;
 
     let ca_key = KeyPair::generate().map_err(|e| rcgen_error("generating the lab CA key", e))?;
     let mut ca_params = CertificateParams::default();
@@ -33,10 +48,12 @@ pub fn issue_lab_certs(dir: &Path, lab: &str, nodes: &[&str]) -> io::Result<()> 
     let ca_cert = ca_params
         .self_signed(&ca_key)
         .map_err(|e| rcgen_error("signing the lab CA certificate", e))?;
-    write_pem(&dir.join("ca.pem"), &ca_cert.pem(), 0o644)?;
     let issuer = Issuer::new(ca_params, ca_key);
 
     for node in nodes {
+        let dir = node_dir(node);
+        private_dir(&dir)?;
+        write_pem(&dir.join("ca.pem"), &ca_cert.pem(), 0o644)?;
         let what = format!("the certificate of node `{node}`");
         let key = KeyPair::generate().map_err(|e| rcgen_error(&what, e))?;
         let mut params =
@@ -80,6 +97,14 @@ fn check_node_name(node: &str) -> io::Result<()> {
             format!("bad node name `{node}` for a certificate: use lowercase letters, digits and `-`, starting with a letter"),
         ))
     }
+}
+
+/// Creates `dir` if needed, readable by its owner only: the keys in it are the nodes' identities.
+fn private_dir(dir: &Path) -> io::Result<()> {
+    let context =
+        |e: io::Error| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display()));
+    fs::create_dir_all(dir).map_err(context)?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(context)
 }
 
 /// Writes a fresh file with `mode`: removing any old one first means a key file never keeps

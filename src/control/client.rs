@@ -76,7 +76,8 @@ impl Client {
     }
 
     /// Sends `request` and returns the server's response. Errors name the server and say
-    /// whether the server refused the request, the connection failed, or time ran out.
+    /// whether the server refused the request (`PermissionDenied`: this node may not call it),
+    /// the connection failed, or time ran out.
     pub async fn call<Req, Resp>(&self, request: &Req) -> io::Result<Resp>
     where
         Req: Serialize,
@@ -88,7 +89,12 @@ impl Client {
             send.write_all(&frame).await.map_err(explain_write)?;
             send.finish()
                 .map_err(|e| io::Error::new(io::ErrorKind::BrokenPipe, e))?;
-            codec::read_frame(&mut recv).await.map_err(explain_read)
+            codec::read_frame::<Result<Resp, String>, _>(&mut recv)
+                .await
+                .map_err(explain_read)?
+                .map_err(|why| {
+                    io::Error::new(io::ErrorKind::PermissionDenied, format!("refused: {why}"))
+                })
         };
         within(self.timeout, exchange)
             .await

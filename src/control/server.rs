@@ -1,6 +1,11 @@
 //! The answering side: accepts lab peers, and on each bidirectional stream reads one request,
-//! passes it with the caller's node name to the handler, and writes back the response.
+//! checks that the caller's node may call this service, passes the request with the caller's
+//! node name to the handler, and writes back the response — or the refusal.
+//!
+//! A response frame is a `Result<Resp, String>`: `Err` is the refusal of a caller the service
+//! does not allow, which the client turns into a `PermissionDenied` error naming the reason.
 
+use super::callers::Callers;
 use super::codec;
 use super::identity::{Identity, PeerName};
 use super::tls;
@@ -49,10 +54,12 @@ impl Drop for ServerHandle {
 
 /// Serves calls on `bind` (UDP) as node `id` until the handle is dropped. Each call runs in
 /// its own task, so a slow handler holds up only its own caller. Only peers with a certificate
-/// from `id`'s lab CA get through the handshake; the handler learns which node called.
+/// from `id`'s lab CA get through the handshake, and only `callers` get past the check to the
+/// handler, which learns which node called; any other node's call is refused (and logged).
 pub async fn serve<Req, Resp, F, Fut>(
     bind: SocketAddr,
     id: &Identity,
+    callers: Callers,
     handler: F,
 ) -> io::Result<ServerHandle>
 where
@@ -72,11 +79,15 @@ where
         )
     })?;
     let local_addr = endpoint.local_addr()?;
-    let handler = Arc::new(handler);
+    let service = Arc::new(Service {
+        node: id.node().to_string(),
+        callers,
+        handler,
+    });
     let accepting = endpoint.clone();
     let accept = tokio::spawn(async move {
         while let Some(incoming) = accepting.accept().await {
-            tokio::spawn(serve_connection(incoming, handler.clone()));
+            tokio::spawn(serve_connection(incoming, service.clone()));
         }
     });
     Ok(ServerHandle {
@@ -86,9 +97,16 @@ where
     })
 }
 
+/// What every call of one server needs: who serves, who may call, and the handler.
+struct Service<F> {
+    node: String,
+    callers: Callers,
+    handler: F,
+}
+
 /// Completes the handshake (where strangers are refused) and serves the connection's calls
 /// until the peer goes away.
-async fn serve_connection<Req, Resp, F, Fut>(incoming: quinn::Incoming, handler: Arc<F>)
+async fn serve_connection<Req, Resp, F, Fut>(incoming: quinn::Incoming, service: Arc<Service<F>>)
 where
     Req: DeserializeOwned + Send + 'static,
     Resp: Serialize + Send + 'static,
@@ -107,7 +125,7 @@ where
         return;
     };
     while let Ok((send, recv)) = connection.accept_bi().await {
-        tokio::spawn(serve_call(send, recv, peer.clone(), handler.clone()));
+        tokio::spawn(serve_call(send, recv, peer.clone(), service.clone()));
     }
 }
 
@@ -115,7 +133,7 @@ async fn serve_call<Req, Resp, F, Fut>(
     mut send: quinn::SendStream,
     mut recv: quinn::RecvStream,
     peer: PeerName,
-    handler: Arc<F>,
+    service: Arc<Service<F>>,
 ) where
     Req: DeserializeOwned + Send + 'static,
     Resp: Serialize + Send + 'static,
@@ -131,8 +149,14 @@ async fn serve_call<Req, Resp, F, Fut>(
             return;
         }
     };
-    let response = handler(peer, request).await;
-    match codec::encode(&response) {
+    let answer = match service.callers.check(&peer) {
+        Ok(()) => Ok((service.handler)(peer, request).await),
+        Err(why) => {
+            tracing::warn!(node = %service.node, peer = %peer, "control call refused: {why}");
+            Err(why)
+        }
+    };
+    match codec::encode::<Result<Resp, String>>(&answer) {
         Ok(frame) => {
             if send.write_all(&frame).await.is_ok() {
                 let _ = send.finish();

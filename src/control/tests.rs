@@ -2,12 +2,15 @@
 
 use super::identity::Identity;
 use super::server::BAD_REQUEST;
-use super::{issue_lab_certs, serve, tls, Client, PeerName, ServerHandle, ALPN, MAX_FRAME};
+use super::{
+    issue_lab_certs, serve, tls, Callers, Client, PeerName, ServerHandle, ALPN, MAX_FRAME,
+};
+use crate::testing::TempDir;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,28 +30,9 @@ enum Response {
     Accepted(usize),
 }
 
-/// A directory under the system temp dir, removed when dropped (even when a test fails).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("ctl-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn lab(name: &str) -> TempDir {
     let dir = TempDir::new(name);
-    issue_lab_certs(&dir.0, name, &["urr", "drr", "dcs1"]).unwrap();
+    issue_lab_certs(&dir.0, name, &["urr", "drr", "dcs1", "client1"]).unwrap();
     dir
 }
 
@@ -56,20 +40,32 @@ fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-/// A server for node `urr` that answers `WhereIs` with the asking peer's name and counts calls.
+/// Any caller `lab` issued a certificate for, for tests about something else.
+fn anyone() -> Callers {
+    Callers::only("test service", ["urr", "drr", "dcs1", "client1"])
+}
+
+/// A server for node `urr` that answers `WhereIs` with the asking peer's name and counts calls;
+/// only `drr` and `dcs1` may call it.
 async fn location_server(id: &Identity, calls: Arc<AtomicUsize>) -> ServerHandle {
-    serve(loopback(), id, move |peer: PeerName, request: Request| {
-        calls.fetch_add(1, Ordering::SeqCst);
-        async move {
-            match request {
-                Request::WhereIs { video, chunk } => Response::At {
-                    node: format!("dcs{}-{video}", chunk % 2),
-                    asked_by: peer.to_string(),
-                },
-                Request::Offload(chunks) => Response::Accepted(chunks.len()),
+    let callers = Callers::only("location service", ["drr", "dcs1"]);
+    serve(
+        loopback(),
+        id,
+        callers,
+        move |peer: PeerName, request: Request| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                match request {
+                    Request::WhereIs { video, chunk } => Response::At {
+                        node: format!("dcs{}-{video}", chunk % 2),
+                        asked_by: peer.to_string(),
+                    },
+                    Request::Offload(chunks) => Response::Accepted(chunks.len()),
+                }
             }
-        }
-    })
+        },
+    )
     .await
     .unwrap()
 }
@@ -146,6 +142,40 @@ async fn typed_round_trip_and_the_handler_sees_the_callers_node_name() {
         client.close().await;
         other.close().await;
         server.close().await;
+    })
+    .await;
+}
+
+/// A valid certificate of this lab is not enough: a node the service does not name is refused
+/// with a clear error before the handler runs, and the callers it names are still served.
+#[tokio::test]
+async fn a_lab_node_the_service_does_not_name_is_refused_before_the_handler() {
+    bounded(async {
+        let dir = lab("who");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&Identity::load(&dir.0, "urr").unwrap(), calls.clone()).await;
+        let request = Request::Offload(vec![1]);
+        let intruder = Identity::load(&dir.0, "client1").unwrap();
+        let client = Client::connect(server.local_addr(), "urr", &intruder)
+            .await
+            .unwrap();
+        let err = client.call::<_, Response>(&request).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("node client1 may not call the location service (only drr, dcs1)"),
+            "{text}"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "the handler never ran");
+        // The refused connection stays usable (and refused); a named caller is served.
+        assert!(client.call::<_, Response>(&request).await.is_err());
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+        let allowed = Client::connect(server.local_addr(), "urr", &drr)
+            .await
+            .unwrap();
+        let answer: Response = allowed.call(&request).await.unwrap();
+        assert_eq!(answer, Response::Accepted(1));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
     })
     .await;
 }
@@ -328,8 +358,8 @@ async fn an_oversized_frame_is_refused_and_the_connection_still_serves() {
         let frame = super::codec::encode(&Request::Offload(vec![9])).unwrap();
         send.write_all(&frame).await.unwrap();
         send.finish().unwrap();
-        let answer: Response = super::codec::read_frame(&mut recv).await.unwrap();
-        assert_eq!(answer, Response::Accepted(1));
+        let answer: Result<Response, String> = super::codec::read_frame(&mut recv).await.unwrap();
+        assert_eq!(answer, Ok(Response::Accepted(1)));
 
         // And a client never sends an oversized request in the first place.
         let client = Client::connect(server.local_addr(), "urr", &drr)
@@ -371,15 +401,20 @@ async fn concurrent_calls_on_one_connection_are_served_together() {
         // Each handler waits until all CALLS requests are inside the server at once: with
         // calls served one after another this would never happen and the calls would time out.
         let barrier = Arc::new(tokio::sync::Barrier::new(CALLS));
-        let server = serve(loopback(), &Identity::load(&dir.0, "urr").unwrap(), {
-            move |_peer: PeerName, n: u32| {
-                let barrier = barrier.clone();
-                async move {
-                    barrier.wait().await;
-                    n * 10
+        let server = serve(
+            loopback(),
+            &Identity::load(&dir.0, "urr").unwrap(),
+            anyone(),
+            {
+                move |_peer: PeerName, n: u32| {
+                    let barrier = barrier.clone();
+                    async move {
+                        barrier.wait().await;
+                        n * 10
+                    }
                 }
-            }
-        })
+            },
+        )
         .await
         .unwrap();
         let drr = Identity::load(&dir.0, "drr").unwrap();
@@ -412,6 +447,7 @@ async fn a_call_without_an_answer_times_out() {
         let server = serve(
             loopback(),
             &Identity::load(&dir.0, "urr").unwrap(),
+            anyone(),
             |_peer: PeerName, _n: u32| std::future::pending::<u32>(),
         )
         .await
@@ -465,11 +501,56 @@ fn issued_files_are_pem_with_a_private_key_only_root_can_read() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600);
+    let mode = std::fs::metadata(&dir.0).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "the directory of every key");
     assert!(
         !dir.0.join("ca.key").exists(),
         "the CA key must not be kept"
     );
     assert_eq!(Identity::load(&dir.0, "dcs1").unwrap().node(), "dcs1");
+}
+
+/// Each node's directory holds the CA, its own certificate and its own key, nothing of
+/// another node's; and the identities of two directories trust each other (one CA).
+#[tokio::test]
+async fn per_node_directories_hold_only_their_own_key_and_share_the_ca() {
+    bounded(async {
+        let dir = TempDir::new("pernode");
+        super::issue_lab_certs_per_node(&dir.0, "pernode", &["urr", "drr"]).unwrap();
+        for node in ["urr", "drr"] {
+            let own = dir.0.join(node);
+            let mut files: Vec<String> = std::fs::read_dir(&own)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            files.sort();
+            let mut expected = vec![
+                "ca.pem".to_string(),
+                format!("{node}.key"),
+                format!("{node}.pem"),
+            ];
+            expected.sort();
+            assert_eq!(files, expected);
+            let mode = std::fs::metadata(&own).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{node}");
+        }
+        let urr = Identity::load(&dir.0.join("urr"), "urr").unwrap();
+        let drr = Identity::load(&dir.0.join("drr"), "drr").unwrap();
+        let callers = Callers::only("test service", ["drr"]);
+        let server = serve(
+            loopback(),
+            &urr,
+            callers,
+            |_peer: PeerName, n: u32| async move { n + 1 },
+        )
+        .await
+        .unwrap();
+        let client = Client::connect(server.local_addr(), "urr", &drr)
+            .await
+            .unwrap();
+        assert_eq!(client.call::<u32, u32>(&1).await.unwrap(), 2);
+    })
+    .await;
 }
 
 #[test]

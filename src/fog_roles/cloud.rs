@@ -16,7 +16,7 @@ use super::segment_payload;
 use crate::cdn_roles::http::{self, error};
 use crate::cdn_roles::run::{spawn_http, Running};
 use crate::cdn_roles::{Body, ServeOptions};
-use crate::control::{self, Client, Identity};
+use crate::control::{self, Callers, Client, Identity, PeerName};
 use crate::fog::catalog::Catalog;
 use crate::fog::monitor::{Change, Monitor};
 use hyper::{Request, Response, StatusCode};
@@ -31,6 +31,14 @@ struct Cloud {
 }
 
 impl Cloud {
+    fn new(config: &CloudConfig) -> Cloud {
+        Cloud {
+            catalog: Catalog::generate(&config.catalog),
+            monitor: Mutex::new(Monitor::new(&config.fdns, config.missed_limit)),
+            caches: Mutex::new(vec![Vec::new(); config.fdns.len()]),
+        }
+    }
+
     fn metadata(&self) -> Metadata {
         let monitor = self.monitor.lock().unwrap_or_else(|p| p.into_inner());
         let caches = self.caches.lock().unwrap_or_else(|p| p.into_inner());
@@ -66,19 +74,24 @@ impl Cloud {
             .collect()
     }
 
-    fn handle_control(&self, request: CloudRequest) -> CloudResponse {
+    /// Answers FDN `peer` (`serve` lets only the configured FDNs through): a registration is
+    /// filed under the caller's own index.
+    fn handle_control(&self, peer: &PeerName, request: CloudRequest) -> CloudResponse {
         match request {
-            CloudRequest::Register { index, cached } => {
+            CloudRequest::Register { cached } => {
+                let index = {
+                    let monitor = self.monitor.lock().unwrap_or_else(|p| p.into_inner());
+                    monitor.fdns.iter().position(|f| f.name == peer.as_str())
+                };
                 let mut caches = self.caches.lock().unwrap_or_else(|p| p.into_inner());
-                match caches.get_mut(index as usize) {
+                match index.and_then(|i| caches.get_mut(i)) {
                     Some(slot) => {
                         *slot = cached;
                         CloudResponse::Registered
                     }
-                    None => CloudResponse::Refused(format!(
-                        "no FDN index {index}: the cloud knows {}",
-                        caches.len()
-                    )),
+                    None => {
+                        CloudResponse::Refused(format!("node {peer} is not an FDN of this cloud"))
+                    }
                 }
             }
             CloudRequest::Metadata => CloudResponse::Metadata(self.metadata()),
@@ -216,6 +229,22 @@ pub async fn connect(addr: &str, name: &str, identity: &Identity) -> Result<Clie
         .map_err(|e| e.to_string())
 }
 
+/// The metadata manager's control service, for the configured FDNs only.
+async fn serve_control(
+    cloud: Arc<Cloud>,
+    config: &CloudConfig,
+    identity: &Identity,
+    bind: SocketAddr,
+) -> Result<control::ServerHandle, String> {
+    let callers = Callers::only("cloud's metadata manager", config.fdns.clone());
+    control::serve(bind, identity, callers, move |peer, request| {
+        let cloud = cloud.clone();
+        async move { cloud.handle_control(&peer, request) }
+    })
+    .await
+    .map_err(|e| e.to_string())
+}
+
 /// Starts the cloud: HTTP on `http`, the control service on `control_bind`, the fog monitor.
 pub async fn start(
     config: CloudConfig,
@@ -223,18 +252,8 @@ pub async fn start(
     http: SocketAddr,
     control_bind: SocketAddr,
 ) -> Result<Running, String> {
-    let cloud = Arc::new(Cloud {
-        catalog: Catalog::generate(&config.catalog),
-        monitor: Mutex::new(Monitor::new(&config.fdns, config.missed_limit)),
-        caches: Mutex::new(vec![Vec::new(); config.fdns.len()]),
-    });
-    let for_control = cloud.clone();
-    let control = control::serve(control_bind, &identity, move |_peer, request| {
-        let cloud = for_control.clone();
-        async move { cloud.handle_control(request) }
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    let cloud = Arc::new(Cloud::new(&config));
+    let control = serve_control(cloud.clone(), &config, &identity, control_bind).await?;
     for i in 0..config.fdns.len() {
         tokio::spawn(monitor_fdn(
             cloud.clone(),
@@ -262,4 +281,58 @@ pub async fn start(
         running.http
     );
     Ok(running)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::issue_lab_certs;
+    use crate::testing::TempDir;
+
+    /// A registration is filed under the calling FDN's certificate name, whatever it holds: no
+    /// FDN can report for another. A lab node that is no FDN (a viewer) is refused outright.
+    #[tokio::test]
+    async fn fdns_register_only_as_themselves() {
+        let dir = TempDir::new("cloud-callers");
+        issue_lab_certs(&dir.0, "callers", &["cloud", "fdn1", "fdn2", "viewers"]).unwrap();
+        let identity = |node| Identity::load(&dir.0, node).unwrap();
+        let table: toml::Table = r#"fdns = ["fdn1", "fdn2"]"#.parse().unwrap();
+        let config = super::super::config::cloud(&table).unwrap();
+        let cloud = Arc::new(Cloud::new(&config));
+        let server = serve_control(
+            cloud.clone(),
+            &config,
+            &identity("cloud"),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .await
+        .unwrap();
+        let call = |node: &'static str, request: CloudRequest| {
+            let id = identity(node);
+            let addr = server.local_addr();
+            async move {
+                let client = Client::connect(addr, "cloud", &id).await.unwrap();
+                client.call::<_, CloudResponse>(&request).await
+            }
+        };
+        let register = |cached| CloudRequest::Register { cached };
+        let err = call("viewers", register(vec![(0, 0)])).await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied, "{err}");
+        assert!(
+            err.to_string().contains("node viewers may not call"),
+            "{err}"
+        );
+        let err = call("viewers", CloudRequest::Metadata).await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied, "{err}");
+        assert!(matches!(
+            call("fdn2", register(vec![(3, 4)])).await.unwrap(),
+            CloudResponse::Registered
+        ));
+        let caches = cloud.caches.lock().unwrap().clone();
+        assert_eq!(caches, vec![vec![], vec![(3, 4)]], "filed under fdn2 only");
+        assert!(matches!(
+            call("fdn1", CloudRequest::Metadata).await.unwrap(),
+            CloudResponse::Metadata(_)
+        ));
+    }
 }

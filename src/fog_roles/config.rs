@@ -109,6 +109,10 @@ pub struct FdnConfig {
     /// Presentation time of the first segment after a request arrives.
     pub startup: Duration,
     pub fetch_timeout: Duration,
+    /// Sessions open at once; `/open` past it is 503.
+    pub max_sessions: usize,
+    /// A session no segment has been asked of for this long is dropped, its fetches cancelled.
+    pub session_idle_timeout: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -206,6 +210,8 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
             "metadata_interval",
             "startup",
             "fetch_timeout",
+            "max_sessions",
+            "session_idle_timeout",
         ],
         "role fdn",
     )?;
@@ -235,6 +241,16 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
         fetch_timeout: keys
             .duration("fetch_timeout")?
             .unwrap_or(Duration::from_secs(10)),
+        max_sessions: match keys.count("max_sessions")? {
+            Some(0) => return keys.fail("max_sessions", "must be at least 1"),
+            n => n.unwrap_or(256),
+        },
+        session_idle_timeout: match keys.duration("session_idle_timeout")? {
+            Some(d) if d.is_zero() => {
+                return keys.fail("session_idle_timeout", "must be above zero")
+            }
+            d => d.unwrap_or(Duration::from_secs(30)),
+        },
     })
 }
 

@@ -16,6 +16,10 @@
 //! variance, `fog::stats::PathModel`); the viewer's from the transfers the viewer measured and
 //! sends with its request.
 //!
+//! Sessions are bounded (`fog::sessions`): at most `max_sessions` open (503 past it), and one
+//! no segment has been asked of for `session_idle_timeout` is dropped with its pending fetches
+//! and processing, so requests that open sessions and go away cost the FDN and the cloud little.
+//!
 //! HTTP: `GET /open/VIDEO?fb=MEAN,SD&pb=MEAN,SD` opens a session (JSON `{session, segments}`);
 //! `GET /segment/SESSION/INDEX` a segment once here (header `x-source`); `GET /cache/VIDEO/INDEX`
 //! a pre-processed segment for a neighbour (404 if not held); `GET /probe?bytes=N`.
@@ -27,10 +31,11 @@ use super::segment_payload;
 use crate::cdn_roles::http::{self, error};
 use crate::cdn_roles::run::{spawn_http, Running};
 use crate::cdn_roles::{Body, ServeOptions};
-use crate::control::{self, Client, Identity};
+use crate::control::{self, Callers, Client, Identity};
 use crate::fog::catalog::{cdn_caches_video, fdn_caches, Catalog};
 use crate::fog::estimator::{decide, Backlog, Method, SegmentOptions, Source};
 use crate::fog::normal::Normal;
+use crate::fog::sessions::{Full, Sessions};
 use crate::fog::stats::{PathModel, RunningStats};
 use hyper::{Request, Response, StatusCode};
 use rand::rngs::StdRng;
@@ -38,9 +43,11 @@ use rand::SeedableRng;
 use rand_distr::Distribution;
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
+use tokio::task::AbortHandle;
 
 /// Where a segment of a session stands.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,9 +65,21 @@ struct Segment {
 struct Session {
     video: usize,
     segments: Vec<Segment>,
+    /// The session's fetches still running, aborted when it is dropped.
+    fetches: Mutex<Vec<AbortHandle>>,
+    /// Set once dropped: its processing tasks still queued are skipped.
+    cancelled: AtomicBool,
 }
 
 impl Session {
+    /// Stops the work still pending for a session nobody will read any more.
+    fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+        for fetch in lock(&self.fetches).drain(..) {
+            fetch.abort();
+        }
+    }
+
     fn set_source(&self, index: usize, source: &str) {
         *self.segments[index]
             .source
@@ -84,7 +103,7 @@ struct State {
     metadata: Metadata,
     paths: HashMap<String, PathModel>,
     backlog: Backlog,
-    sessions: HashMap<u64, Arc<Session>>,
+    /// The next processing task's id.
     next_id: u64,
 }
 
@@ -93,6 +112,7 @@ struct Fdn {
     catalog: Catalog,
     http: reqwest::Client,
     state: Mutex<State>,
+    sessions: Mutex<Sessions<Arc<Session>>>,
     started: Instant,
     tasks: mpsc::UnboundedSender<Task>,
 }
@@ -155,13 +175,17 @@ impl Fdn {
     }
 
     /// The request processor and segment cost estimator: decides every segment of the video
-    /// and starts getting each.
-    fn open(self: &Arc<Self>, video: usize, viewer: PathModel) -> Result<(u64, usize), String> {
+    /// and starts getting each. Refused: no such video (404), or `max_sessions` open (503).
+    fn open(
+        self: &Arc<Self>,
+        video: usize,
+        viewer: PathModel,
+    ) -> Result<(u64, usize), (StatusCode, String)> {
         let n = self
             .catalog
             .videos
             .get(video)
-            .ok_or_else(|| format!("no video {video}"))?
+            .ok_or_else(|| (StatusCode::NOT_FOUND, format!("no video {video}")))?
             .segments
             .len();
         let session = Arc::new(Session {
@@ -172,11 +196,21 @@ impl Fdn {
                     state: watch::channel(Slot::Pending).0,
                 })
                 .collect(),
+            fetches: Mutex::new(Vec::new()),
+            cancelled: AtomicBool::new(false),
         });
+        let (opened, expired) = lock(&self.sessions).open(session.clone(), Instant::now());
+        expired.iter().for_each(|s| s.cancel());
+        let id = opened.map_err(|Full| {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "this FDN has {} sessions open, its max_sessions; try again later",
+                    self.config.max_sessions
+                ),
+            )
+        })?;
         let mut state = lock(&self.state);
-        let id = state.next_id;
-        state.next_id += 1;
-        state.sessions.insert(id, session.clone());
         let spec = &self.catalog.spec;
         for index in 0..n {
             let segment = self.catalog.videos[video].segments[index];
@@ -226,7 +260,8 @@ impl Fdn {
                     });
                 }
                 Source::Cloud => {
-                    tokio::spawn(self.clone().fetch(session.clone(), index, None));
+                    let fetch = tokio::spawn(self.clone().fetch(session.clone(), index, None));
+                    lock(&session.fetches).push(fetch.abort_handle());
                 }
                 Source::Neighbor(k) => {
                     let name = state
@@ -235,7 +270,8 @@ impl Fdn {
                         .iter()
                         .find(|f| f.index as usize == k)
                         .map(|f| f.name.clone());
-                    tokio::spawn(self.clone().fetch(session.clone(), index, name));
+                    let fetch = tokio::spawn(self.clone().fetch(session.clone(), index, name));
+                    lock(&session.fetches).push(fetch.abort_handle());
                 }
             }
         }
@@ -325,17 +361,21 @@ impl Fdn {
                             "method": self.config.method.name(),
                         }))))
                     }
-                    Err(e) => HttpAnswer::Now(Box::new(error(StatusCode::NOT_FOUND, e))),
+                    Err((status, e)) => HttpAnswer::Now(Box::new(error(status, e))),
                 }
             }
             ["segment", session, index] => {
-                let found = session
-                    .parse::<u64>()
-                    .ok()
-                    .and_then(|s| lock(&self.state).sessions.get(&s).cloned().map(|x| (s, x)));
+                let found = session.parse::<u64>().ok().and_then(|id| {
+                    let session = lock(&self.sessions).begin_read(id, Instant::now())?;
+                    Some(Reading {
+                        fdn: self.clone(),
+                        id,
+                        session,
+                    })
+                });
                 match (found, index.parse::<usize>()) {
-                    (Some((id, session)), Ok(index)) if index < session.segments.len() => {
-                        HttpAnswer::Wait(id, session, index)
+                    (Some(reading), Ok(index)) if index < reading.session.segments.len() => {
+                        HttpAnswer::Wait(reading, index)
                     }
                     _ => HttpAnswer::Now(Box::new(error(
                         StatusCode::NOT_FOUND,
@@ -366,19 +406,17 @@ impl Fdn {
     }
 
     /// The output window: the segment once it is here, with where it came from.
-    async fn deliver(
-        self: Arc<Self>,
-        id: u64,
-        session: Arc<Session>,
-        index: usize,
-    ) -> Response<Body> {
+    async fn deliver(&self, reading: Reading, index: usize) -> Response<Body> {
+        let session = &reading.session;
         let mut state = session.segments[index].state.subscribe();
         let slot = match state.wait_for(|s| *s != Slot::Pending).await {
             Ok(slot) => slot.clone(),
             Err(_) => Slot::Failed("the FDN is stopping".into()),
         };
         if index + 1 == session.segments.len() {
-            lock(&self.state).sessions.remove(&id);
+            if let Some(done) = lock(&self.sessions).close(reading.id) {
+                done.cancel();
+            }
         }
         let source = lock(&session.segments[index].source).clone();
         let mut response = match slot {
@@ -398,7 +436,37 @@ impl Fdn {
 
 enum HttpAnswer {
     Now(Box<Response<Body>>),
-    Wait(u64, Arc<Session>, usize),
+    Wait(Reading, usize),
+}
+
+/// A read of a session in progress: the session does not expire while one lasts, and its idle
+/// time starts when the last one ends (dropped, also when the viewer goes away mid-wait).
+struct Reading {
+    fdn: Arc<Fdn>,
+    id: u64,
+    session: Arc<Session>,
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        lock(&self.fdn.sessions).end_read(self.id, Instant::now());
+    }
+}
+
+/// Drops the sessions idle past `session_idle_timeout` and cancels their work, checking a few
+/// times per timeout, so the bound holds even when no viewer opens another session.
+async fn expire_sessions(fdn: Arc<Fdn>) {
+    // Not zero, which `interval` refuses, however short the configured timeout.
+    let period = (fdn.config.session_idle_timeout / 4).max(Duration::from_millis(10));
+    let mut ticker = tokio::time::interval(period);
+    loop {
+        ticker.tick().await;
+        let expired = lock(&fdn.sessions).expire(Instant::now());
+        if !expired.is_empty() {
+            eprintln!("fdn: dropped {} idle sessions", expired.len());
+        }
+        expired.iter().for_each(|s| s.cancel());
+    }
 }
 
 /// The viewer's path from `fb=MEAN,SD&pb=MEAN,SD` (first byte, seconds per byte).
@@ -435,6 +503,10 @@ async fn worker(
             return;
         };
         lock(&fdn.state).backlog.start(task.id, fdn.now_s());
+        if task.session.cancelled.load(Ordering::Relaxed) {
+            lock(&fdn.state).backlog.finish(task.id);
+            continue;
+        }
         let seconds = match rand_distr::Normal::new(task.time.mean, task.time.sd) {
             Ok(normal) => normal.sample(&mut *lock(&rng)).max(0.0),
             Err(_) => task.time.mean.max(0.0),
@@ -463,13 +535,17 @@ async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>) {
         let Some(c) = client.as_ref() else { continue };
         if !registered {
             let request = CloudRequest::Register {
-                index: fdn.config.index as u32,
                 cached: fdn.cached_list(),
             };
             match c.call::<_, CloudResponse>(&request).await {
                 Ok(CloudResponse::Registered) => registered = true,
                 Ok(other) => eprintln!("fdn: the cloud refused the registration: {other:?}"),
-                Err(_) => {
+                Err(e) => {
+                    // A refusal (this node is not among the cloud's FDNs) is a misconfiguration
+                    // worth a line in the log each time; a lost connection is not.
+                    if e.kind() == std::io::ErrorKind::PermissionDenied {
+                        tracing::warn!("fdn: registration with the cloud: {e}");
+                    }
                     client = None;
                     continue;
                 }
@@ -520,9 +596,12 @@ pub async fn start(
             metadata: Metadata::default(),
             paths: HashMap::new(),
             backlog: Backlog::new(config.workers),
-            sessions: HashMap::new(),
             next_id: 0,
         }),
+        sessions: Mutex::new(Sessions::new(
+            config.max_sessions,
+            config.session_idle_timeout,
+        )),
         started: Instant::now(),
         tasks,
         config,
@@ -550,23 +629,24 @@ pub async fn start(
     for _ in 0..fdn.config.workers {
         tokio::spawn(worker(fdn.clone(), receiver.clone(), rng.clone()));
     }
+    // Only the cloud's fog monitor sends heartbeats.
     let control = control::serve(
         control_bind,
         &identity,
+        Callers::only("FDN's heartbeat service", [fdn.config.cloud.clone()]),
         |_peer, FdnRequest::Heartbeat| async { FdnResponse::Alive },
     )
     .await
     .map_err(|e| e.to_string())?;
     tokio::spawn(metadata_loop(fdn.clone(), identity));
+    tokio::spawn(expire_sessions(fdn.clone()));
     let served = fdn.clone();
     let handler = move |request: Request<hyper::body::Incoming>| {
         let fdn = served.clone();
         async move {
             match fdn.handle_http(&request) {
                 HttpAnswer::Now(response) => *response,
-                HttpAnswer::Wait(id, session, index) => {
-                    fdn.clone().deliver(id, session, index).await
-                }
+                HttpAnswer::Wait(reading, index) => fdn.deliver(reading, index).await,
             }
         }
     };
@@ -585,4 +665,106 @@ pub async fn start(
         running.http
     );
     Ok(running)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::issue_lab_certs;
+    use crate::testing::TempDir;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Counts the cloud's requests in progress, also when the caller abandons one.
+    struct InFlight(Arc<AtomicUsize>);
+
+    impl Drop for InFlight {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A cloud that answers the FDN's start-up probe of segment 0/0 and holds every other
+    /// segment forever, counting the requests it holds.
+    async fn holding_cloud(bytes: u64) -> (Running, Arc<AtomicUsize>) {
+        let held = Arc::new(AtomicUsize::new(0));
+        let counter = held.clone();
+        let handler = move |request: Request<hyper::body::Incoming>| {
+            let counter = counter.clone();
+            async move {
+                if request.uri().path() == "/repo/0/0" {
+                    return http::payload(segment_payload(0, 0), bytes);
+                }
+                counter.fetch_add(1, Ordering::SeqCst);
+                let _held = InFlight(counter);
+                std::future::pending::<Response<Body>>().await
+            }
+        };
+        let options = ServeOptions {
+            role: "test-cloud",
+            access_log: false,
+        };
+        let running = spawn_http("127.0.0.1:0".parse().unwrap(), handler, options, None)
+            .await
+            .unwrap();
+        (running, held)
+    }
+
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting until {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Opens past `max_sessions` are 503; sessions nobody reads expire after the idle time,
+    /// their fetches from the cloud cancelled, and make room for new ones.
+    #[tokio::test]
+    async fn sessions_are_capped_and_idle_ones_expire_with_their_fetches() {
+        let table: toml::Table = r#"
+            index = 0
+            method = "central-cloud"
+            probes = 1
+            max_sessions = 2
+            session_idle_timeout = "400ms"
+            fetch_timeout = "60s"
+            catalog = { videos = 1, segments_min = 3, segments_max = 3 }
+        "#
+        .parse()
+        .unwrap();
+        let mut config = super::super::config::fdn(&table).unwrap();
+        let bytes = Catalog::generate(&config.catalog).videos[0].segments[0].bytes;
+        let (cloud, held) = holding_cloud(bytes).await;
+        config.cloud = cloud.http.to_string();
+        let dir = TempDir::new("fdn-sessions");
+        issue_lab_certs(&dir.0, "sessions", &["fdn1"]).unwrap();
+        let identity = Arc::new(Identity::load(&dir.0, "fdn1").unwrap());
+        let any = "127.0.0.1:0".parse().unwrap();
+        let fdn = start(config, identity, any, any).await.unwrap();
+        let client = reqwest::Client::new();
+        let open = || {
+            let url = format!("http://{}/open/0?fb=0.01,0.001&pb=0.000001,0", fdn.http);
+            let client = client.clone();
+            async move { client.get(url).send().await.unwrap() }
+        };
+        for _ in 0..2 {
+            assert_eq!(open().await.status(), StatusCode::OK);
+        }
+        let refused = open().await;
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(refused.text().await.unwrap().contains("max_sessions"));
+        // Each session fetches its 3 segments from the cloud, which holds all but 0/0.
+        until("the cloud holds 4 fetches", || {
+            held.load(Ordering::SeqCst) == 4
+        })
+        .await;
+        // Nobody reads: the sessions expire and the cloud sees their fetches go away.
+        until("the fetches are cancelled", || {
+            held.load(Ordering::SeqCst) == 0
+        })
+        .await;
+        assert_eq!(open().await.status(), StatusCode::OK, "room again");
+        fdn.stop().await.unwrap();
+        cloud.stop().await.unwrap();
+    }
 }

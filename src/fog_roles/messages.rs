@@ -1,6 +1,7 @@
 //! The fog roles' control-plane messages (QUIC, bincode 2, lab certificates): FDNs register
-//! their caches with the cloud's metadata manager and read the metadata back; the cloud's fog
-//! monitor sends heartbeats to the FDNs.
+//! their caches with the cloud's metadata manager and read the metadata back (only the FDNs the
+//! cloud is configured with may); the cloud's fog monitor sends heartbeats to the FDNs (only the
+//! FDN's configured cloud may).
 
 use serde::{Deserialize, Serialize};
 
@@ -9,8 +10,9 @@ pub type SegmentId = (u32, u32);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum CloudRequest {
-    /// An FDN's pre-processed segments.
-    Register { index: u32, cached: Vec<SegmentId> },
+    /// The calling FDN's pre-processed segments. Which FDN registers is the caller's
+    /// certificate name, never a field here, so no FDN can register as another.
+    Register { cached: Vec<SegmentId> },
     /// Every FDN the monitor holds up, with its cached segments.
     Metadata,
 }

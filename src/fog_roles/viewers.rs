@@ -35,9 +35,15 @@ impl Record {
     }
 }
 
-async fn get_json(client: &reqwest::Client, url: &str) -> Result<Value, String> {
+/// Every request but a segment's (bounded by `segment_timeout`) gets this long, body included:
+/// a cloud or FDN that takes the connection and never answers must not hold the viewers.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// GETs `url` as JSON within `timeout`.
+async fn get_json(client: &reqwest::Client, url: &str, timeout: Duration) -> Result<Value, String> {
     let response = client
         .get(url)
+        .timeout(timeout)
         .send()
         .await
         .map_err(|e| format!("{url}: {e}"))?;
@@ -62,6 +68,7 @@ async fn measure(
             let start = Instant::now();
             let Ok(response) = client
                 .get(format!("http://{fdn}/probe?bytes=250000"))
+                .timeout(REQUEST_TIMEOUT)
                 .send()
                 .await
             else {
@@ -112,6 +119,7 @@ async fn play(
     let ingest = get_json(
         client,
         &format!("http://{}/ingest?lat={}", config.cloud, lat.join(",")),
+        REQUEST_TIMEOUT,
     )
     .await?;
     let fdn = ingest["fdn"]
@@ -130,6 +138,7 @@ async fn play(
             path.per_byte.mean(),
             path.per_byte.sd()
         ),
+        REQUEST_TIMEOUT,
     )
     .await?;
     let session = opened["session"].as_u64().ok_or("no session")?;
@@ -145,7 +154,12 @@ async fn play(
             );
         let url = format!("http://{fdn}/segment/{session}/{index}");
         let outcome = async {
-            let response = client.get(&url).send().await.map_err(|e| e.to_string())?;
+            let response = client
+                .get(&url)
+                .timeout(config.segment_timeout)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
             let source = response
                 .headers()
                 .get("x-source")
@@ -190,14 +204,20 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
     // the FDNs listed, and one still starting would never be measured, nor ingested to. After
     // the deadline, those up (at least one) will do.
     let fdns: Vec<String> = loop {
-        let listed = get_json(&client, &fdns_url).await.ok().and_then(|v| {
-            let up = v["fdns"].as_array().map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
-                    .collect::<Vec<_>>()
-            })?;
-            Some((up, v["known"].as_u64().unwrap_or(0) as usize))
-        });
+        // Within the deadline too: a black-hole cloud ends the wait on time.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = REQUEST_TIMEOUT.min(left).max(Duration::from_millis(100));
+        let listed = get_json(&client, &fdns_url, timeout)
+            .await
+            .ok()
+            .and_then(|v| {
+                let up = v["fdns"].as_array().map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect::<Vec<_>>()
+                })?;
+                Some((up, v["known"].as_u64().unwrap_or(0) as usize))
+            });
         match listed {
             Some((up, known)) if !up.is_empty() && up.len() >= known => break up,
             Some((up, _)) if !up.is_empty() && Instant::now() > deadline => break up,
@@ -319,4 +339,33 @@ fn write_outputs(out: &Path, records: &[Record]) -> Result<(), String> {
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A peer that takes the connection and never answers costs a request its timeout, not
+    /// forever.
+    #[tokio::test]
+    async fn a_black_hole_answers_with_a_timeout() {
+        let hole = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/fdns", hole.local_addr().unwrap());
+        let accepted = tokio::spawn(async move {
+            let mut kept = Vec::new();
+            while let Ok((socket, _)) = hole.accept().await {
+                kept.push(socket);
+            }
+        });
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(10),
+            get_json(&reqwest::Client::new(), &url, Duration::from_millis(300)),
+        )
+        .await
+        .expect("the request must end by its own timeout");
+        assert!(outcome.is_err());
+        assert!(started.elapsed() < Duration::from_secs(2));
+        accepted.abort();
+    }
 }

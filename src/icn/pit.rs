@@ -8,6 +8,10 @@
 //! lifetime, 4 s by default): `expire` removes older entries and hands back their waiters, so
 //! a lost upstream answer leaves no one waiting forever. Callers call `expire` before
 //! `interest`, so that an Interest never joins an entry already past its lifetime.
+//!
+//! Clients choose the names, so the table is bounded: at most `max_entries` names pending (each
+//! one upstream fetch) and `max_waiters` in-records on one name. An Interest past either bound
+//! is refused ([`Outcome::Full`]) rather than grow the table.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -22,6 +26,8 @@ pub enum Outcome {
     Forward(Ticket),
     /// Joined the pending entry of its name: wait for that one upstream answer.
     Aggregated,
+    /// Not recorded: the table holds `max_entries` names, or the name `max_waiters` waiters.
+    Full,
 }
 
 /// What the PIT has done since it was made.
@@ -35,6 +41,8 @@ pub struct PitStats {
     pub satisfied: u64,
     /// Entries removed after their lifetime.
     pub expired: u64,
+    /// Interests refused because the table was full.
+    pub refused: u64,
 }
 
 /// Names one entry: an upstream answer satisfies only the entry whose Interest it answers, not
@@ -44,6 +52,8 @@ pub struct Ticket(u64);
 
 pub struct Pit<W> {
     lifetime: Duration,
+    max_entries: usize,
+    max_waiters: usize,
     entries: HashMap<Name, Entry<W>>,
     /// (creation, sequence) → name, oldest first: what `expire` walks. The sequence keeps
     /// entries created at the same instant apart.
@@ -58,9 +68,11 @@ struct Entry<W> {
 }
 
 impl<W> Pit<W> {
-    pub fn new(lifetime: Duration) -> Pit<W> {
+    pub fn new(lifetime: Duration, max_entries: usize, max_waiters: usize) -> Pit<W> {
         Pit {
             lifetime,
+            max_entries,
+            max_waiters,
             entries: HashMap::new(),
             by_age: BTreeMap::new(),
             next_sequence: 0,
@@ -68,12 +80,21 @@ impl<W> Pit<W> {
         }
     }
 
-    /// Records an Interest for `name` from `waiter`, arrived at `now`.
+    /// Records an Interest for `name` from `waiter`, arrived at `now`; a refused one's waiter
+    /// is dropped.
     pub fn interest(&mut self, name: &Name, waiter: W, now: Instant) -> Outcome {
         if let Some(entry) = self.entries.get_mut(name) {
+            if entry.waiters.len() >= self.max_waiters {
+                self.stats.refused += 1;
+                return Outcome::Full;
+            }
             entry.waiters.push(waiter);
             self.stats.aggregated += 1;
             return Outcome::Aggregated;
+        }
+        if self.entries.len() >= self.max_entries {
+            self.stats.refused += 1;
+            return Outcome::Full;
         }
         let created = (now, self.next_sequence);
         self.next_sequence += 1;
@@ -150,13 +171,36 @@ mod tests {
     fn forwarded(outcome: Outcome) -> Ticket {
         match outcome {
             Outcome::Forward(ticket) => ticket,
-            Outcome::Aggregated => panic!("expected the Interest to be forwarded"),
+            other => panic!("expected the Interest to be forwarded, not {other:?}"),
         }
+    }
+
+    /// Room enough that only the bounds test meets the bounds.
+    fn pit<W>() -> Pit<W> {
+        Pit::new(LIFETIME, 100, 100)
+    }
+
+    #[test]
+    fn names_and_waiters_past_the_bounds_are_refused_and_the_table_does_not_grow() {
+        let mut pit = Pit::new(LIFETIME, 2, 3);
+        let t0 = Instant::now();
+        let (a, b, c) = (name("/a"), name("/b"), name("/c"));
+        let ticket = forwarded(pit.interest(&a, 1, t0));
+        forwarded(pit.interest(&b, 2, t0));
+        assert_eq!(pit.interest(&c, 3, t0), Outcome::Full, "a third name");
+        assert_eq!(pit.len(), 2);
+        assert_eq!(pit.interest(&a, 4, t0), Outcome::Aggregated);
+        assert_eq!(pit.interest(&a, 5, t0), Outcome::Aggregated);
+        assert_eq!(pit.interest(&a, 6, t0), Outcome::Full, "a fourth waiter");
+        assert_eq!(pit.satisfy(&a, ticket), [1, 4, 5]);
+        // Room again once an entry is gone.
+        forwarded(pit.interest(&c, 7, t0));
+        assert_eq!(pit.stats().refused, 2);
     }
 
     #[test]
     fn one_forward_per_name_and_the_rest_aggregated() {
-        let mut pit = Pit::new(LIFETIME);
+        let mut pit = pit();
         let t0 = Instant::now();
         let a = name("/app1/a");
         let ticket = forwarded(pit.interest(&a, "first", t0));
@@ -176,14 +220,15 @@ mod tests {
                 forwarded: 3,
                 aggregated: 2,
                 satisfied: 1,
-                expired: 0
+                expired: 0,
+                refused: 0
             }
         );
     }
 
     #[test]
     fn entries_expire_after_their_lifetime_with_their_waiters() {
-        let mut pit = Pit::new(LIFETIME);
+        let mut pit = pit();
         let t0 = Instant::now();
         let (old, young) = (name("/old"), name("/young"));
         let old_ticket = forwarded(pit.interest(&old, 1, t0));
@@ -213,7 +258,7 @@ mod tests {
 
     #[test]
     fn a_satisfied_entry_is_not_expired_later() {
-        let mut pit = Pit::new(LIFETIME);
+        let mut pit = pit();
         let t0 = Instant::now();
         let a = name("/a");
         let first = forwarded(pit.interest(&a, 1, t0));
@@ -228,7 +273,7 @@ mod tests {
     /// of its own. The old fetch's late answer must not satisfy (or fail) the new waiters.
     #[test]
     fn a_late_answer_leaves_a_newer_entry_for_its_own_fetch() {
-        let mut pit = Pit::new(LIFETIME);
+        let mut pit = pit();
         let t0 = Instant::now();
         let a = name("/a");
         let old = forwarded(pit.interest(&a, 1, t0));

@@ -19,6 +19,7 @@ use super::messages::{AppRule, BorderReport, BorderRequest, BorderResponse, FibR
 use crate::cdn_roles::http::error;
 use crate::cdn_roles::run::{load_identity, spawn_http};
 use crate::cdn_roles::{Body, ServeOptions};
+use crate::control::{Callers, Identity, ServerHandle};
 use crate::icn::split::SmoothSplit;
 use crate::role_config::Keys;
 use hyper::header::{HeaderValue, CONTENT_LENGTH};
@@ -34,6 +35,8 @@ use toml::Table;
 pub struct BorderConfig {
     /// The region's name, as sites and the controller know it.
     pub region: String,
+    /// The controller's node name: the only node that may install rules or read reports.
+    pub controller: String,
     /// The CDN sites' node names.
     pub sites: Vec<String>,
     /// The site nearest the region: every application's misses go there until rules arrive.
@@ -53,6 +56,7 @@ pub fn config(table: &Table) -> Result<BorderConfig, String> {
     keys.only(
         &[
             "region",
+            "controller",
             "sites",
             "home",
             "apps",
@@ -82,6 +86,10 @@ pub fn config(table: &Table) -> Result<BorderConfig, String> {
             Some(region) => region.to_string(),
             None => return keys.fail("region", "is required"),
         },
+        controller: keys
+            .string("controller")?
+            .unwrap_or("controller")
+            .to_string(),
         sites,
         home,
         apps: keys.items("apps")?,
@@ -290,32 +298,54 @@ impl Border {
     }
 }
 
+impl Border {
+    fn new(config: BorderConfig) -> Result<Arc<Border>, String> {
+        let client = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .pool_idle_timeout(None)
+            .build()
+            .map_err(|e| format!("building the HTTP client: {e}"))?;
+        Ok(Arc::new(Border {
+            rules: Mutex::new(Rules::nearest(&config.apps, &config.home)),
+            config,
+            client,
+            probes: Mutex::new(BTreeMap::new()),
+        }))
+    }
+
+    /// The control service: rules and reports are the controller's alone.
+    async fn serve_control(
+        self: Arc<Self>,
+        identity: &Identity,
+        bind: SocketAddr,
+    ) -> Result<ServerHandle, String> {
+        let callers = Callers::only(
+            "border router's FIB service",
+            [self.config.controller.clone()],
+        );
+        crate::control::serve(
+            bind,
+            identity,
+            callers,
+            move |_peer, request: BorderRequest| {
+                let border = self.clone();
+                async move { border.handle_control(request) }
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())
+    }
+}
+
 pub async fn run(config: BorderConfig, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     let node = crate::probe::node_name();
     let identity = load_identity(Some(&node))?;
     let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
-    let client = reqwest::Client::builder()
-        .timeout(config.timeout)
-        .pool_idle_timeout(None)
-        .build()
-        .map_err(|e| format!("building the HTTP client: {e}"))?;
-    let border = Arc::new(Border {
-        rules: Mutex::new(Rules::nearest(&config.apps, &config.home)),
-        config: config.clone(),
-        client,
-        probes: Mutex::new(BTreeMap::new()),
-    });
-    let for_control = border.clone();
-    let control = crate::control::serve(
-        any(config.control_port),
-        &identity,
-        move |_peer, request: BorderRequest| {
-            let border = for_control.clone();
-            async move { border.handle_control(request) }
-        },
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    let border = Border::new(config.clone())?;
+    let control = border
+        .clone()
+        .serve_control(&identity, any(config.control_port))
+        .await?;
     for site in &config.sites {
         tokio::spawn(border.clone().probe(site.clone()));
     }
@@ -342,6 +372,9 @@ pub async fn run(config: BorderConfig, shutdown: impl Future<Output = ()>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::{issue_lab_certs, Client};
+    use crate::icn_roles::messages::BorderReport;
+    use crate::testing::TempDir;
 
     fn known() -> Vec<String> {
         vec!["s1".into(), "s2".into()]
@@ -409,5 +442,60 @@ mod tests {
         );
         min.observe(at(101), 30.0);
         assert_eq!(min.current(at(101)), Some(30.0));
+    }
+
+    /// Another lab node with a valid certificate (a load generator) can neither install rules
+    /// nor read reports; the controller can.
+    #[tokio::test]
+    async fn only_the_controller_installs_rules_or_reads_reports() {
+        let dir = TempDir::new("border-callers");
+        issue_lab_certs(&dir.0, "callers", &["border1", "controller", "load1"]).unwrap();
+        let identity = |node| Identity::load(&dir.0, node).unwrap();
+        let table: Table = r#"
+            region = "r1"
+            sites = ["s1", "s2"]
+            home = "s1"
+            apps = ["a1"]
+        "#
+        .parse()
+        .unwrap();
+        let border = Border::new(config(&table).unwrap()).unwrap();
+        let server = border
+            .clone()
+            .serve_control(&identity("border1"), "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let install = BorderRequest::Install(FibRules {
+            version: 9,
+            rules: vec![AppRule {
+                app: "a1".into(),
+                sites: vec![("s2".into(), 1.0)],
+            }],
+        });
+        let call = |node: &'static str, request: BorderRequest| {
+            let id = identity(node);
+            let addr = server.local_addr();
+            async move {
+                let client = Client::connect(addr, "border1", &id).await.unwrap();
+                client.call::<_, BorderResponse>(&request).await
+            }
+        };
+        for request in [install.clone(), BorderRequest::Report] {
+            let err = call("load1", request).await.unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied, "{err}");
+            assert!(err.to_string().contains("node load1 may not call"), "{err}");
+        }
+        assert_eq!(border.rules.lock().unwrap().version, 0, "rules unchanged");
+        assert!(matches!(
+            call("controller", install).await.unwrap(),
+            BorderResponse::Installed { version: 9 }
+        ));
+        assert!(matches!(
+            call("controller", BorderRequest::Report).await.unwrap(),
+            BorderResponse::Report(BorderReport {
+                rules_version: 9,
+                ..
+            })
+        ));
     }
 }

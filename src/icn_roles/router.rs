@@ -11,6 +11,8 @@
 //!   answer within `upstream_timeout` (all hops included) or a failure is a 502 naming the next
 //!   hop; a pending Interest past `pit_lifetime` gets 504. The next hop's `x-icn-site` (the CDN
 //!   site that served) is passed on.
+//! - Miss with the PIT full (`pit_entries` names pending, or `pit_waiters` on this name) → 503
+//!   at once: the table never grows past its bounds, whatever names clients ask for.
 //!
 //! Every answer carries `x-icn-router: NODE` (`$CDNLAB_NODE`, else the host name).
 //! `GET /.icn/stats` gives the counters as JSON.
@@ -175,7 +177,7 @@ impl Router {
             fib,
             tables: Mutex::new(Tables {
                 cs: ContentStore::new(config.cs_capacity),
-                pit: Pit::new(config.pit_lifetime),
+                pit: Pit::new(config.pit_lifetime, config.pit_entries, config.pit_waiters),
             }),
             client,
             upstream_timeout: config.upstream_timeout,
@@ -221,6 +223,12 @@ impl Router {
                     format_args!("no FIB route for {name}"),
                 )
             }
+            Lookup::Pending(Outcome::Full, _) => {
+                return error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format_args!("too many requests pending here; {name} not forwarded"),
+                )
+            }
             Lookup::Pending(outcome, data) => (outcome, data),
         };
         if let Outcome::Forward(ticket) = outcome {
@@ -233,7 +241,7 @@ impl Router {
         }
         let cache = match outcome {
             Outcome::Forward(_) => "miss",
-            Outcome::Aggregated => "aggregated",
+            _ => "aggregated",
         };
         match data.await {
             Ok(data) => data.response(cache),
@@ -365,6 +373,7 @@ impl Router {
                 "aggregated": pit.aggregated,
                 "satisfied": pit.satisfied,
                 "expired": pit.expired,
+                "refused": pit.refused,
             },
             "upstream": {
                 "requests": self.upstream_requests.load(Ordering::Relaxed),

@@ -15,10 +15,11 @@ use crate::cdn::Payload;
 use crate::cdn_roles::http::{self, error};
 use crate::cdn_roles::run::{load_identity, spawn_http};
 use crate::cdn_roles::{Body, ServeOptions};
+use crate::control::Callers;
 use crate::role_config::Keys;
 use hyper::header::HeaderValue;
 use hyper::{Request, Response, StatusCode};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -27,6 +28,8 @@ use toml::Table;
 
 #[derive(Debug, Clone)]
 pub struct SiteConfig {
+    /// The controller's node name: the only node that may read the SM module's measurements.
+    pub controller: String,
     pub port: u16,
     pub control_port: u16,
     /// C_m when it cannot be read from the lab, bits per second.
@@ -36,18 +39,28 @@ pub struct SiteConfig {
     pub capacity_link: Option<String>,
     pub apps: Vec<String>,
     pub object_size: u64,
+    /// Distinct regions counted apart between two measurements; bytes of any further region
+    /// count under [`OVERFLOW_REGION`].
+    pub max_regions: usize,
 }
+
+/// Where the bytes of regions past `max_regions` are counted. The region is what a client's
+/// `x-icn-region` header says, so the map needs a bound; the bytes are still counted (under this
+/// key, which the controller knows no region by) so that the site's load d_m stays whole.
+pub const OVERFLOW_REGION: &str = "(other regions)";
 
 pub fn config(table: &Table) -> Result<SiteConfig, String> {
     let keys = Keys::new(table);
     keys.only(
         &[
+            "controller",
             "port",
             "control_port",
             "capacity",
             "capacity_link",
             "apps",
             "object_size",
+            "max_regions",
         ],
         "role cdn-site",
     )?;
@@ -63,20 +76,63 @@ pub fn config(table: &Table) -> Result<SiteConfig, String> {
         return keys.fail("object_size", "must be at least one byte");
     }
     Ok(SiteConfig {
+        controller: keys
+            .string("controller")?
+            .unwrap_or("controller")
+            .to_string(),
         port: keys.port("port", 80)?,
         control_port: keys.port("control_port", 4433)?,
         capacity_bps,
         capacity_link: keys.string("capacity_link")?.map(str::to_string),
         apps: keys.items("apps")?,
         object_size,
+        max_regions: keys.count("max_regions")?.unwrap_or(64),
     })
 }
 
 /// The SM module's counters since the last measurement.
 struct Counters {
     since: Instant,
-    /// (application, region) → bytes.
-    demand: BTreeMap<(String, String), u64>,
+    demand: DemandCounter,
+}
+
+/// Bytes served per (application, region), with at most `max_regions` regions apart.
+struct DemandCounter {
+    max_regions: usize,
+    bytes: BTreeMap<(String, String), u64>,
+    regions: BTreeSet<String>,
+}
+
+impl DemandCounter {
+    fn new(max_regions: usize) -> DemandCounter {
+        DemandCounter {
+            max_regions,
+            bytes: BTreeMap::new(),
+            regions: BTreeSet::new(),
+        }
+    }
+
+    fn add(&mut self, app: &str, region: &str, bytes: u64) {
+        let region = if self.regions.contains(region) || self.regions.len() < self.max_regions {
+            self.regions.insert(region.to_string());
+            region
+        } else {
+            OVERFLOW_REGION
+        };
+        *self
+            .bytes
+            .entry((app.to_string(), region.to_string()))
+            .or_default() += bytes;
+    }
+
+    /// The counts so far, starting again from none.
+    fn take(&mut self) -> Vec<Demand> {
+        self.regions.clear();
+        std::mem::take(&mut self.bytes)
+            .into_iter()
+            .map(|((app, region), bytes)| Demand { app, region, bytes })
+            .collect()
+    }
 }
 
 struct Site {
@@ -99,16 +155,13 @@ impl Site {
             .headers()
             .get("x-icn-region")
             .and_then(|v| v.to_str().ok())
-            .unwrap_or("unknown")
-            .to_string();
+            .unwrap_or("unknown");
         let size = self.config.object_size;
-        {
-            let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
-            *counters
-                .demand
-                .entry((app.to_string(), region))
-                .or_default() += size;
-        }
+        self.counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .demand
+            .add(app, region, size);
         let mut response = http::payload(Payload::numbered(name_key(path)), size);
         if let Ok(value) = HeaderValue::from_str(&self.node) {
             response.headers_mut().insert("x-icn-site", value);
@@ -142,16 +195,13 @@ impl Site {
             let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
             let interval_s = counters.since.elapsed().as_secs_f64();
             counters.since = Instant::now();
-            (interval_s, std::mem::take(&mut counters.demand))
+            (interval_s, counters.demand.take())
         };
         SiteUsage {
             site: self.node.clone(),
             interval_s,
             capacity_bps: self.capacity_bps() as f64,
-            demand: demand
-                .into_iter()
-                .map(|((app, region), bytes)| Demand { app, region, bytes })
-                .collect(),
+            demand,
         }
     }
 }
@@ -172,13 +222,15 @@ pub async fn run(config: SiteConfig, shutdown: impl Future<Output = ()>) -> Resu
         config: config.clone(),
         counters: Mutex::new(Counters {
             since: Instant::now(),
-            demand: BTreeMap::new(),
+            demand: DemandCounter::new(config.max_regions),
         }),
     });
     let for_control = site.clone();
+    // Measuring restarts the counters: a second reader would steal the controller's demand.
     let control = crate::control::serve(
         any(config.control_port),
         &identity,
+        Callers::only("CDN site's SM module", [config.controller.clone()]),
         move |_peer, request: SiteRequest| {
             let site = for_control.clone();
             async move {
@@ -209,4 +261,40 @@ pub async fn run(config: SiteConfig, shutdown: impl Future<Output = ()>) -> Resu
         .await?
         .run_until(shutdown)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn demand(app: &str, region: &str, bytes: u64) -> Demand {
+        Demand {
+            app: app.into(),
+            region: region.into(),
+            bytes,
+        }
+    }
+
+    /// However many regions clients name, the counter holds `max_regions` of them apart and
+    /// the rest under one key, every byte counted; a measurement starts the regions afresh.
+    #[test]
+    fn regions_past_the_bound_share_one_overflow_key() {
+        let mut counter = DemandCounter::new(2);
+        for i in 0..1000 {
+            counter.add("a1", &format!("r{i}"), 10);
+        }
+        counter.add("a1", "r0", 5);
+        counter.add("a2", "r1", 1);
+        assert_eq!(
+            counter.take(),
+            [
+                demand("a1", OVERFLOW_REGION, 9980),
+                demand("a1", "r0", 15),
+                demand("a1", "r1", 10),
+                demand("a2", "r1", 1),
+            ]
+        );
+        counter.add("a1", "r7", 3);
+        assert_eq!(counter.take(), [demand("a1", "r7", 3)]);
+    }
 }

@@ -468,8 +468,16 @@ async fn control_services_refuse_other_nodes() {
             .await
             .unwrap();
         let offer = DrrRequest::Offload(offload_request(&lab.urr_config).unwrap());
-        let answer: DrrResponse = client.call(&offer).await.unwrap();
-        assert!(matches!(answer, DrrResponse::Refused(_)), "{answer:?}");
+        let refused = client.call::<_, DrrResponse>(&offer).await.unwrap_err();
+        assert_eq!(
+            refused.kind(),
+            std::io::ErrorKind::PermissionDenied,
+            "{refused}"
+        );
+        assert!(
+            refused.to_string().contains("node ucs may not call"),
+            "{refused}"
+        );
         client.close().await;
         // A certificate from another lab's CA does not get through the handshake at all.
         let stranger = TempDir::new("stranger");

@@ -8,9 +8,6 @@ mod http;
 mod loopback;
 mod segment_cache;
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
@@ -18,6 +15,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::body::Body;
 use crate::cdn::{Container, Video};
+use crate::testing::TempDir;
 
 /// The paper's ladder, 2-second chunks: segments of 125 000, 250 000 and 500 000 bytes.
 fn video(name: &str, segments: usize) -> Video {
@@ -59,25 +57,5 @@ async fn read(response: Response<Body>) -> Answer {
         status: parts.status,
         headers: parts.headers,
         body,
-    }
-}
-
-/// A directory under the system temp dir, removed when dropped (even when a test fails).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("roles-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -6,6 +6,8 @@
 //! cs_capacity = 4000000         # Content Store bytes (or "4000000"); 0 disables caching
 //! pit_lifetime = "4s"           # default 4s: how long a pending Interest waits for Data
 //! upstream_timeout = "4s"       # default 4s: one forward, all next hops tried included
+//! pit_entries = 10000           # default 10000: names pending at once (one fetch each); 503 past it
+//! pit_waiters = 1000            # default 1000: requests waiting on one name; 503 past it
 //! fib = [                       # at least one route
 //!   { prefix = "/app1", nexthop = "http://border1:80", cost = 0 },   # cost defaults to 0
 //! ]
@@ -24,6 +26,8 @@ const KEYS: &[&str] = &[
     "cs_capacity",
     "pit_lifetime",
     "upstream_timeout",
+    "pit_entries",
+    "pit_waiters",
     "fib",
 ];
 const ROUTE_KEYS: &[&str] = &["prefix", "nexthop", "cost"];
@@ -38,6 +42,11 @@ pub struct RouterConfig {
     pub cs_capacity: usize,
     pub pit_lifetime: Duration,
     pub upstream_timeout: Duration,
+    /// Names pending at once (each one upstream fetch): clients choose names, so the PIT needs
+    /// a bound; a new name past it gets 503.
+    pub pit_entries: usize,
+    /// Requests waiting on one pending name; one more gets 503.
+    pub pit_waiters: usize,
     /// The FIB, in the order written.
     pub routes: Vec<Route>,
 }
@@ -67,8 +76,18 @@ pub fn parse(table: &Table) -> Result<RouterConfig, String> {
         cs_capacity,
         pit_lifetime: positive_duration(&keys, "pit_lifetime")?,
         upstream_timeout: positive_duration(&keys, "upstream_timeout")?,
+        pit_entries: at_least_one(&keys, "pit_entries", 10_000)?,
+        pit_waiters: at_least_one(&keys, "pit_waiters", 1_000)?,
         routes: routes(&keys)?,
     })
+}
+
+fn at_least_one(keys: &Keys, key: &str, default: usize) -> Result<usize, String> {
+    match keys.count(key)? {
+        None => Ok(default),
+        Some(0) => keys.fail(key, "must be at least 1"),
+        Some(n) => Ok(n),
+    }
 }
 
 fn positive_duration(keys: &Keys, key: &str) -> Result<Duration, String> {
@@ -163,6 +182,7 @@ mod tests {
         assert_eq!(config.cs_capacity, 4_000_000);
         assert_eq!(config.pit_lifetime, Duration::from_millis(500));
         assert_eq!(config.upstream_timeout, Duration::from_secs(4));
+        assert_eq!((config.pit_entries, config.pit_waiters), (10_000, 1_000));
         assert_eq!(
             config.routes,
             [
@@ -228,6 +248,10 @@ mod tests {
             (
                 format!("cs_capacity = 0\nupstream_timeout = 4\n{route}"),
                 "config key `upstream_timeout`: expected a string",
+            ),
+            (
+                format!("cs_capacity = 0\npit_entries = 0\n{route}"),
+                "config key `pit_entries`: must be at least 1",
             ),
             (
                 format!("cs_capacity = 0\nfib_typo = 1\n{route}"),

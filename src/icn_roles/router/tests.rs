@@ -119,6 +119,8 @@ impl Lab {
             cs_capacity,
             pit_lifetime: Duration::from_secs(4),
             upstream_timeout: Duration::from_secs(4),
+            pit_entries: 100,
+            pit_waiters: 100,
             routes: vec![route("/app1", &url, 0)],
         };
         adjust(&mut config, &url);
@@ -256,6 +258,40 @@ async fn concurrent_requests_for_one_name_cost_one_upstream_request() {
         assert_eq!(now["pit"]["forwarded"], 1);
         assert_eq!(now["pit"]["satisfied"], 1);
         assert_eq!(now["upstream"]["requests"], 1);
+        let Ok(lab) = Arc::try_unwrap(lab) else {
+            panic!("every request task has finished")
+        };
+        lab.stop().await;
+    })
+    .await;
+}
+
+/// With the PIT full, a new name (and a waiter past the bound on a pending one) gets 503 at
+/// once and reaches no next hop; once the pending fetch is answered there is room again.
+#[tokio::test]
+async fn a_full_pit_answers_503_and_sends_nothing_upstream() {
+    bounded(async {
+        let lab = Arc::new(
+            Lab::start_with(1 << 20, |config, _| {
+                config.pit_entries = 1;
+                config.pit_waiters = 1;
+            })
+            .await,
+        );
+        let pending = {
+            let lab = lab.clone();
+            tokio::spawn(async move { lab.get("/app1/slow/a").await })
+        };
+        lab.wait_for_stats(|s| s["pit"]["pending"] == 1).await;
+        for path in ["/app1/other", "/app1/slow/a"] {
+            let refused = lab.get(path).await;
+            assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        }
+        assert_eq!(lab.seen.count("/app1/other"), 0);
+        assert_eq!(lab.stats().await["pit"]["refused"], 2);
+        lab.seen.gate.send_replace(true);
+        assert_eq!(pending.await.unwrap().status, StatusCode::OK);
+        assert_eq!(lab.get("/app1/other").await.status, StatusCode::OK);
         let Ok(lab) = Arc::try_unwrap(lab) else {
             panic!("every request task has finished")
         };
