@@ -139,8 +139,7 @@ fn fog_messages() -> impl Strategy<Value = (CloudRequest, CloudResponse)> {
         });
     (
         prop_oneof![
-            (any::<u32>(), segments())
-                .prop_map(|(index, cached)| CloudRequest::Register { index, cached }),
+            segments().prop_map(|cached| CloudRequest::Register { cached }),
             Just(CloudRequest::Metadata),
         ],
         prop_oneof![
