@@ -16,7 +16,9 @@ use crate::topology::check_lab_name;
 use std::path::Path;
 
 /// Removes everything of the lab described by `state`. Idempotent: what is gone already is
-/// skipped, and every step runs even if an earlier one failed.
+/// skipped. The state directory goes only once the namespaces are gone: if removing them
+/// failed (an `ip` killed mid-way, say), the state stays so `down` or `clean` can finish the
+/// job knowing everything the lab made.
 pub fn teardown(state: &LabState) -> Result<()> {
     let records: Vec<ProcessRecord> = state.processes.values().cloned().collect();
     stop_processes(&records);
@@ -25,7 +27,7 @@ pub fn teardown(state: &LabState) -> Result<()> {
     if let Some(shaper) = &state.shaper {
         stop_processes(std::slice::from_ref(shaper));
     }
-    removed.and(remove_state_dir(&state.lab))
+    removed.and_then(|()| remove_state_dir(&state.lab))
 }
 
 /// True if `ns` is a namespace name lab `lab` can have made: `cdnlab-LAB.` and then node or
