@@ -30,7 +30,8 @@ summary="$out/summary.txt"
 
 hog_pid=
 stop_hog() { [ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null; hog_pid=; }
-trap stop_hog EXIT INT TERM HUP
+trap stop_hog EXIT
+trap 'exit 130' INT TERM HUP
 if $hog; then
   sh -c 'while :; do :; done' &
   hog_pid=$!

@@ -164,9 +164,24 @@ fn urr_hops(segments_csv: &str) -> Vec<f64> {
         .collect()
 }
 
+/// Removes whatever docker holds of `project` (see [`leftovers`]): what an earlier, killed run
+/// left, even of an older compose file whose names `down` no longer knows.
+fn remove_leftovers(project: &str) {
+    for item in leftovers(project) {
+        let (kind, id) = item.split_once(' ').unwrap_or_default();
+        let args: &[&str] = match kind {
+            "ps" => &["rm", "-f", id],
+            "network" => &["network", "rm", id],
+            _ => &["volume", "rm", "-f", id],
+        };
+        let _ = Command::new("docker").args(args).output();
+    }
+}
+
 /// Takes down a leftover of an earlier, killed run of the test, then builds the image.
 fn build_image(testbed: &Testbed) {
     let _ = testbed.down();
+    remove_leftovers(testbed.project);
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_cdnlab")).parent().unwrap();
     let build = Command::new(root().join("scripts/build-image.sh"))
         .arg("--bin-dir")
