@@ -40,6 +40,7 @@ use crate::daemon_sys::{
 };
 pub use crate::daemon_sys::{StopSignals, Stopper};
 use crate::nfqueue::{NfQueueSocket, Packet, QueueConfig, Verdict as NfVerdict};
+use crate::params::Impairments;
 use crate::shaper::{LinkShaper, Verdict};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -53,6 +54,17 @@ const TOKEN_LISTENER: u64 = 3;
 const TOKEN_SOCKET: u64 = 1 << 32;
 const TOKEN_CONNECTION: u64 = 2 << 32;
 const TOKEN_INDEX_MASK: u64 = (1 << 32) - 1;
+
+/// The MTU of the interfaces the queued packets cross (cdnlab's veths and compose networks
+/// keep the default), which sets how many wire packets a GSO packet stands for.
+const WIRE_MTU: u32 = 1500;
+
+/// Whether a queue with `impairments` takes GSO packets whole. Delay, jitter and rate treat a
+/// GSO packet as one, as the kernel's netem does; loss is per wire packet (what a loss rate
+/// means to the reader of a topology), so a lossy queue has the kernel segment first.
+fn takes_gso(impairments: &Impairments) -> bool {
+    impairments.loss == 0.0
+}
 
 /// A control request line longer than this is refused (and its connection closed).
 const MAX_REQUEST_BYTES: usize = 1 << 20;
@@ -148,9 +160,13 @@ impl Daemon {
                 }
             };
             let state = &mut sockets[socket_index];
+            let queue_config = QueueConfig {
+                gso: takes_gso(&spec.impairments),
+                ..QueueConfig::default()
+            };
             state
                 .socket
-                .bind_queue(spec.queue_num, &QueueConfig::default())
+                .bind_queue(spec.queue_num, &queue_config)
                 .map_err(|e| io::Error::new(e.kind(), format!("queue `{}`: {e}", spec.id)))?;
             state.queues.push((spec.queue_num, queues.len() as u32));
             queues.push(QueueState {
@@ -376,7 +392,8 @@ impl Daemon {
             .arrival(packet.timestamp_ns, queue.last_arrival_ns, now);
         self.status.arrivals.record(arrival, now);
         queue.last_arrival_ns = arrival.0;
-        queue.shaper.enqueue(arrival.0, packet.len)
+        let (segments, ip_bytes) = packet.wire_packets(WIRE_MTU);
+        queue.shaper.enqueue_segments(arrival.0, ip_bytes, segments)
     }
 
     fn push_verdict(&mut self, socket: usize, queue_num: u16, id: u32, verdict: NfVerdict) {
@@ -567,9 +584,15 @@ impl Daemon {
                 if let Err(e) = check_impairments(&impairments) {
                     return Response::error(format!("queue `{id}`: impairments: {e}"));
                 }
-                match self.queues.iter_mut().find(|q| q.id == id) {
-                    Some(queue) => {
-                        queue.shaper.set(impairments);
+                match self.queues.iter().position(|q| q.id == id) {
+                    Some(q) => {
+                        let gso = takes_gso(&impairments);
+                        if gso != takes_gso(self.queues[q].shaper.impairments()) {
+                            if let Err(e) = self.set_gso(q, gso) {
+                                return Response::error(format!("queue `{id}`: {e}"));
+                            }
+                        }
+                        self.queues[q].shaper.set(impairments);
                         Response::ok()
                     }
                     None => Response::error(format!(
@@ -601,6 +624,17 @@ impl Daemon {
                 }
             }
         }
+    }
+
+    /// Switches queue `q` between GSO packets whole and wire packets, then gives a fate to the
+    /// packets read while the kernel acknowledged (no readiness event will announce them).
+    fn set_gso(&mut self, q: usize, gso: bool) -> io::Result<()> {
+        let (socket, queue_num) = (self.queues[q].socket, self.queues[q].queue_num);
+        self.sockets[socket].socket.set_gso(queue_num, gso)?;
+        if self.sockets[socket].socket.has_backlog() {
+            self.receive(socket)?;
+        }
+        Ok(())
     }
 
     fn queue_ids(&self) -> String {
@@ -645,7 +679,6 @@ fn bind_control_socket(path: &Path) -> io::Result<UnixListener> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Impairments;
 
     /// The control loop without queues needs no privileges: serve, answer, stop, clean up.
     #[test]

@@ -52,6 +52,9 @@ const NFQA_VERDICT_HDR: u16 = 2;
 const NFQA_TIMESTAMP: u16 = 4;
 const NFQA_PAYLOAD: u16 = 10;
 const NFQA_CAP_LEN: u16 = 13;
+const NFQA_SKB_INFO: u16 = 14;
+/// `NFQA_SKB_INFO` flag: the packet is a GSO packet (many wire packets in one skb).
+const NFQA_SKB_GSO: u32 = 1 << 1;
 
 const NFQA_CFG_CMD: u16 = 1;
 const NFQA_CFG_PARAMS: u16 = 2;
@@ -63,6 +66,7 @@ const NFQNL_CFG_CMD_UNBIND: u8 = 2;
 const NFQNL_COPY_META: u8 = 1;
 const NFQNL_COPY_PACKET: u8 = 2;
 const NFQA_CFG_F_FAIL_OPEN: u32 = 1;
+const NFQA_CFG_F_GSO: u32 = 1 << 2;
 
 const NF_DROP: u32 = 0;
 const NF_ACCEPT: u32 = 1;
@@ -98,6 +102,31 @@ pub struct Packet {
     /// (the kernel truncates). None when the kernel sent no stamp (see the module documentation)
     /// or an impossible one.
     pub timestamp_ns: Option<u64>,
+    /// A GSO packet (only on queues bound with [`QueueConfig::gso`]): `len` bytes that leave
+    /// as several wire packets, each with its own copy of the headers.
+    pub gso: bool,
+    /// The IP and TCP/UDP header bytes at the start of the packet, read from the copy; 0 when
+    /// they could not be read (another protocol, or a copy too short).
+    pub headers_len: u16,
+}
+
+impl Packet {
+    /// How many wire packets, and how many IP bytes in all, the packet stands for on a path of
+    /// `mtu` bytes. A GSO packet's segments carry at most `mtu − headers` payload bytes each,
+    /// which is the segment size TCP uses on our veths (its MSS follows the MTU); NFQUEUE does
+    /// not pass the real `gso_size`, so a sender using smaller segments (UDP GSO) has its
+    /// header bytes undercounted by a little.
+    pub fn wire_packets(&self, mtu: u32) -> (u32, u64) {
+        let len = u64::from(self.len);
+        if !self.gso || len <= u64::from(mtu) {
+            return (1, len);
+        }
+        let headers = u64::from(self.headers_len);
+        let per_segment = u64::from(mtu).saturating_sub(headers).max(1);
+        let segments = (len.saturating_sub(headers)).div_ceil(per_segment).max(1);
+        let segments = u32::try_from(segments).unwrap_or(u32::MAX);
+        (segments, len + u64::from(segments - 1) * headers)
+    }
 }
 
 /// How to copy packets to userspace.
@@ -118,16 +147,21 @@ pub struct QueueConfig {
     /// Accept (rather than drop) packets when the queue is full. Off for link emulation: a full
     /// queue must not let traffic through unimpaired.
     pub fail_open: bool,
+    /// Take GSO packets whole (`NFQA_CFG_F_GSO`) instead of having the kernel cut them into
+    /// wire packets before queuing them one by one.
+    pub gso: bool,
 }
 
 impl Default for QueueConfig {
-    /// What the link backend uses: enough copy for an IPv6 header, a queue as long as the
-    /// largest netem limit (the shaper enforces the limit itself), fail-open off.
+    /// What the link backend uses: enough copy for the longest IPv4 header and a TCP header
+    /// (GSO packets are counted by their headers), a queue as long as the largest netem limit
+    /// (the shaper enforces the limit itself), fail-open off, GSO packets whole.
     fn default() -> Self {
         QueueConfig {
-            copy: CopyMode::Packet { range: 40 },
+            copy: CopyMode::Packet { range: 80 },
             max_len: MAX_LIMIT,
             fail_open: false,
+            gso: true,
         }
     }
 }
@@ -244,13 +278,28 @@ pub fn put_bind(buf: &mut Vec<u8>, seq: u32, queue_num: u16, config: &QueueConfi
         params[4] = mode;
         put_attr(buf, NFQA_CFG_PARAMS, &params);
         put_attr(buf, NFQA_CFG_QUEUE_MAXLEN, &config.max_len.to_be_bytes());
-        let flags = if config.fail_open {
-            NFQA_CFG_F_FAIL_OPEN
-        } else {
-            0
-        };
+        let mut flags = 0;
+        if config.fail_open {
+            flags |= NFQA_CFG_F_FAIL_OPEN;
+        }
+        if config.gso {
+            flags |= NFQA_CFG_F_GSO;
+        }
         put_attr(buf, NFQA_CFG_FLAGS, &flags.to_be_bytes());
-        put_attr(buf, NFQA_CFG_MASK, &NFQA_CFG_F_FAIL_OPEN.to_be_bytes());
+        put_attr(
+            buf,
+            NFQA_CFG_MASK,
+            &(NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO).to_be_bytes(),
+        );
+    });
+}
+
+/// Appends the request that turns taking GSO packets whole on or off for a bound queue.
+pub fn put_gso(buf: &mut Vec<u8>, seq: u32, queue_num: u16, gso: bool) {
+    put_message(buf, NFQNL_MSG_CONFIG, NLM_F_ACK, seq, queue_num, |buf| {
+        let flags = if gso { NFQA_CFG_F_GSO } else { 0 };
+        put_attr(buf, NFQA_CFG_FLAGS, &flags.to_be_bytes());
+        put_attr(buf, NFQA_CFG_MASK, &NFQA_CFG_F_GSO.to_be_bytes());
     });
 }
 
@@ -395,6 +444,8 @@ fn parse_packet_attrs(
     let mut cap_len = None;
     let mut payload_len = None;
     let mut timestamp_ns = None;
+    let mut gso = false;
+    let mut headers_len = 0;
     while !attrs.is_empty() {
         if attrs.len() < NLA_HDRLEN {
             return Err(invalid(format!(
@@ -441,7 +492,19 @@ fn parse_packet_attrs(
                 })?;
                 timestamp_ns = timestamp_to_ns(stamp);
             }
-            NFQA_PAYLOAD => payload_len = Some(payload.len() as u32),
+            NFQA_SKB_INFO => {
+                if payload.len() != 4 {
+                    return Err(invalid(format!(
+                        "nfqueue: queue {queue_num}: skb info attribute of {} bytes (want 4)",
+                        payload.len()
+                    )));
+                }
+                gso = read_u32_be(payload, 0) & NFQA_SKB_GSO != 0;
+            }
+            NFQA_PAYLOAD => {
+                payload_len = Some(payload.len() as u32);
+                headers_len = ip_transport_headers_len(payload);
+            }
             _ => {}
         }
         attrs = &attrs[align4(len).min(attrs.len())..];
@@ -462,7 +525,34 @@ fn parse_packet_attrs(
         id,
         len,
         timestamp_ns,
+        gso,
+        headers_len,
     })
+}
+
+/// The IP header plus TCP or UDP header length at the start of `packet` (a copy of its first
+/// bytes); 0 when the protocol is another or the copy ends before the headers do.
+fn ip_transport_headers_len(packet: &[u8]) -> u16 {
+    const TCP: u8 = 6;
+    const UDP: u8 = 17;
+    let (ip_len, protocol) = match packet.first().map(|b| b >> 4) {
+        Some(4) if packet.len() >= 20 => (usize::from(packet[0] & 0x0f) * 4, packet[9]),
+        // Extension headers are not followed: a packet with them counts as unknown.
+        Some(6) if packet.len() >= 40 => (40, packet[6]),
+        _ => return 0,
+    };
+    let transport_len = match protocol {
+        TCP => match packet.get(ip_len + 12) {
+            Some(offset) if offset >> 4 >= 5 => usize::from(offset >> 4) * 4,
+            _ => return 0,
+        },
+        UDP => 8,
+        _ => return 0,
+    };
+    if ip_len < 20 {
+        return 0;
+    }
+    u16::try_from(ip_len + transport_len).unwrap_or(0)
 }
 
 /// An `NFQA_TIMESTAMP` payload in nanoseconds; None for a time no kernel sends (microseconds
@@ -589,6 +679,23 @@ impl NfQueueSocket {
         put_bind(&mut buf, seq, queue_num, config);
         self.request(&buf, seq)
             .map_err(|e| io::Error::new(e.kind(), format!("binding nfqueue {queue_num}: {e}")))
+    }
+
+    /// Has the kernel pass `queue_num`'s GSO packets whole (`gso`) or cut into wire packets.
+    /// Packets that arrive while the kernel acknowledges wait for the next
+    /// [`NfQueueSocket::recv_batch`].
+    pub fn set_gso(&mut self, queue_num: u16, gso: bool) -> io::Result<()> {
+        let seq = self.next_seq();
+        let mut buf = Vec::with_capacity(48);
+        put_gso(&mut buf, seq, queue_num, gso);
+        self.request(&buf, seq)
+            .map_err(|e| io::Error::new(e.kind(), format!("configuring nfqueue {queue_num}: {e}")))
+    }
+
+    /// True when packets read while waiting for an acknowledgement wait for
+    /// [`NfQueueSocket::recv_batch`] (no readiness event announces them).
+    pub fn has_backlog(&self) -> bool {
+        !self.backlog.is_empty()
     }
 
     /// Unbinds `queue_num`; the kernel drops the packets of it that still wait for a verdict.
@@ -909,14 +1016,97 @@ mod tests {
         let attrs = &buf[20..];
         // command: len 8, type 1, BIND
         assert_eq!(&attrs[..5], &[8, 0, 1, 0, NFQNL_CFG_CMD_BIND]);
-        // params: len 9 (padded to 12), type 2, range 40 big endian, COPY_PACKET
-        assert_eq!(&attrs[8..17], &[9, 0, 2, 0, 0, 0, 0, 40, NFQNL_COPY_PACKET]);
+        // params: len 9 (padded to 12), type 2, range 80 big endian, COPY_PACKET
+        assert_eq!(&attrs[8..17], &[9, 0, 2, 0, 0, 0, 0, 80, NFQNL_COPY_PACKET]);
         // max length 65536 big endian
         assert_eq!(&attrs[20..28], &[8, 0, 3, 0, 0, 1, 0, 0]);
-        // flags 0 with mask FAIL_OPEN: fail-open off
-        assert_eq!(&attrs[28..36], &[8, 0, 5, 0, 0, 0, 0, 0]);
-        assert_eq!(&attrs[36..44], &[8, 0, 4, 0, 0, 0, 0, 1]);
+        // flags GSO with mask FAIL_OPEN | GSO: fail-open off, GSO packets whole
+        assert_eq!(&attrs[28..36], &[8, 0, 5, 0, 0, 0, 0, 4]);
+        assert_eq!(&attrs[36..44], &[8, 0, 4, 0, 0, 0, 0, 5]);
         assert_eq!(attrs.len(), 44);
+    }
+
+    #[test]
+    fn gso_message_bytes() {
+        let mut buf = Vec::new();
+        put_gso(&mut buf, 9, 3, false);
+        assert_eq!(read_u32_ne(&buf, 0) as usize, buf.len());
+        assert_eq!(read_u16_ne(&buf, 4), 0x0302, "a config message");
+        assert_eq!(read_u16_ne(&buf, 6), NLM_F_REQUEST | NLM_F_ACK);
+        let attrs = &buf[20..];
+        // flags 0 under mask GSO: only the GSO flag changes
+        assert_eq!(attrs, &[8, 0, 5, 0, 0, 0, 0, 0, 8, 0, 4, 0, 0, 0, 0, 4]);
+        buf.clear();
+        put_gso(&mut buf, 9, 3, true);
+        assert_eq!(&buf[20..28], &[8, 0, 5, 0, 0, 0, 0, 4]);
+    }
+
+    /// The first bytes of an IPv4 TCP packet: a 20-byte IP header and a TCP header of
+    /// `tcp_len` bytes.
+    fn ipv4_tcp_headers(tcp_len: u8) -> Vec<u8> {
+        let mut bytes = vec![0u8; 20 + usize::from(tcp_len)];
+        bytes[0] = 0x45;
+        bytes[9] = 6;
+        bytes[20 + 12] = (tcp_len / 4) << 4;
+        bytes
+    }
+
+    #[test]
+    fn parses_a_gso_packet_and_counts_its_wire_packets() {
+        // Ten full segments of a TCP flow with timestamps: 1448 payload bytes each.
+        let len = 52 + 10 * 1448u32;
+        let msg = packet_msg(
+            2,
+            7,
+            &[
+                attr(NFQA_SKB_INFO, &NFQA_SKB_GSO.to_be_bytes()),
+                attr(NFQA_PAYLOAD, &ipv4_tcp_headers(32)),
+                attr(NFQA_CAP_LEN, &len.to_be_bytes()),
+            ],
+        );
+        let got: Vec<_> = messages(&msg).collect::<Result<_, _>>().unwrap();
+        let Message::Packet(packet) = got[0] else {
+            panic!("{got:?}")
+        };
+        assert!(packet.gso);
+        assert_eq!(packet.headers_len, 52);
+        assert_eq!(packet.len, len);
+        // Each segment carries its own 52 header bytes: 10 × 1500.
+        assert_eq!(packet.wire_packets(1500), (10, 15_000));
+        // A last short segment still counts.
+        let short = Packet {
+            len: len + 1,
+            ..packet
+        };
+        assert_eq!(short.wire_packets(1500), (11, 15_000 + 1 + 52));
+        // Not GSO: one packet, whatever its length.
+        let plain = Packet {
+            gso: false,
+            ..packet
+        };
+        assert_eq!(plain.wire_packets(1500), (1, u64::from(len)));
+        // Headers unknown: segments of the MTU, no header bytes added.
+        let unknown = Packet {
+            headers_len: 0,
+            ..packet
+        };
+        assert_eq!(unknown.wire_packets(1500), (10, u64::from(len)));
+    }
+
+    #[test]
+    fn header_lengths_are_read_only_when_whole() {
+        assert_eq!(ip_transport_headers_len(&ipv4_tcp_headers(20)), 40);
+        assert_eq!(ip_transport_headers_len(&ipv4_tcp_headers(60)), 80);
+        let mut udp = vec![0u8; 28];
+        udp[0] = 0x45;
+        udp[9] = 17;
+        assert_eq!(ip_transport_headers_len(&udp), 28);
+        let mut bad_offset = ipv4_tcp_headers(20);
+        bad_offset[32] = 4 << 4;
+        assert_eq!(ip_transport_headers_len(&bad_offset), 0, "TCP offset < 5");
+        assert_eq!(ip_transport_headers_len(&ipv4_tcp_headers(20)[..30]), 0);
+        assert_eq!(ip_transport_headers_len(&[0x45; 40]), 0, "protocol 69");
+        assert_eq!(ip_transport_headers_len(&[]), 0);
     }
 
     #[test]
@@ -938,6 +1128,8 @@ mod tests {
                 id: 1234,
                 len: 1500,
                 timestamp_ns: None,
+                gso: false,
+                headers_len: 0,
             })]
         );
     }
@@ -953,6 +1145,8 @@ mod tests {
                 id: 1,
                 len: 29,
                 timestamp_ns: None,
+                gso: false,
+                headers_len: 0,
             })]
         );
     }
@@ -974,6 +1168,8 @@ mod tests {
                     id: 10,
                     len: 100,
                     timestamp_ns: None,
+                    gso: false,
+                    headers_len: 0,
                 }),
                 Message::Ack {
                     seq: 42,

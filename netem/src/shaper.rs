@@ -52,12 +52,15 @@ pub enum DropReason {
 }
 
 /// Counters of one shaper. `packets` and `bytes` count the packets accepted (given a departure
-/// time); bytes are frame bytes as netem counts them (IP length + [`ETHERNET_HEADER_LEN`]), the
-/// same bytes `tc -s qdisc` reports.
+/// time) as they go on the wire, a GSO packet as its segments; bytes are frame bytes as netem
+/// counts them (IP length + [`ETHERNET_HEADER_LEN`] per segment): what `tc -s qdisc` reports.
+/// `units` counts the queue's entries, a GSO packet once.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShaperStats {
     pub packets: u64,
     pub bytes: u64,
+    #[serde(default)]
+    pub units: u64,
     pub dropped_loss: u64,
     pub dropped_queue_full: u64,
 }
@@ -168,7 +171,16 @@ impl LinkShaper {
     /// `len` is the IP packet length (what NFQUEUE reports); netem counts the Ethernet frame, so
     /// [`ETHERNET_HEADER_LEN`] is added here.
     pub fn enqueue(&mut self, now_ns: u64, len: u32) -> Verdict {
-        let frame_len = u64::from(len) + u64::from(ETHERNET_HEADER_LEN);
+        self.enqueue_segments(now_ns, u64::from(len), 1)
+    }
+
+    /// [`LinkShaper::enqueue`] for a GSO packet that goes on the wire as `segments` IP packets
+    /// of `ip_bytes` in all: one queue entry, one draw of loss and delay, and the serialisation
+    /// time of all its frames, as `netem_enqueue()` treats a GSO skb (`qdisc_pkt_len()` counts
+    /// every segment's headers).
+    pub fn enqueue_segments(&mut self, now_ns: u64, ip_bytes: u64, segments: u32) -> Verdict {
+        let segments = segments.max(1);
+        let frame_len = ip_bytes + u64::from(segments) * u64::from(ETHERNET_HEADER_LEN);
         self.forget_departed(now_ns);
 
         if self.loss_event() {
@@ -200,7 +212,8 @@ impl LinkShaper {
             self.tfifo_last.max(time)
         };
         self.tfifo.push(Reverse(time));
-        self.stats.packets += 1;
+        self.stats.packets += u64::from(segments);
+        self.stats.units += 1;
         self.stats.bytes += frame_len;
         Verdict::SendAt(time)
     }

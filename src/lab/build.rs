@@ -1,13 +1,13 @@
 //! `cdnlab up`: namespaces, links, addresses, routes, names, link emulation and node processes,
 //! in that order. Any failure (or Ctrl-C) tears down what was made and reports the cause.
 
-use super::links::{self, lan_port_name, IPTABLES};
+use super::links::{self, hub_bridge_name, hub_port_name, IPTABLES};
 use super::process;
-use super::state::{lab_dir, netns_of_lan, netns_of_node, Backend, LabState, NETNS_PREFIX};
+use super::state::{lab_dir, netns_of_hub, netns_of_node, Backend, LabState, NETNS_PREFIX};
 use super::sys::{self, err, Result};
 use super::{interrupt, shaper, teardown};
 use crate::roles::ROLES;
-use crate::topology::{hosts_entries, Program, SegmentKind, Topology};
+use crate::topology::{hosts_entries, Program, Topology};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -42,6 +42,13 @@ fn preflight(topology: &Topology, backend: Backend) -> Result<()> {
                 backend.name()
             ));
         }
+    }
+    let directions: usize = topology.segments.iter().map(|s| s.members.len()).sum();
+    if directions > links::MAX_DIRECTIONS {
+        return err(format!(
+            "the topology has {directions} link directions (each member of each link or LAN sends one); at most {} fit in one lab. Nothing was created.",
+            links::MAX_DIRECTIONS
+        ));
     }
     let bin_dir = sys::bin_dir()?;
     for node in &topology.nodes {
@@ -88,13 +95,7 @@ pub fn up(topology: Topology, options: &UpOptions) -> Result<LabState> {
         .iter()
         .map(|n| netns_of_node(&lab, &n.name))
         .collect();
-    namespaces.extend(
-        topology
-            .segments
-            .iter()
-            .filter(|s| s.kind == SegmentKind::Lan)
-            .map(|s| netns_of_lan(&lab, &s.name)),
-    );
+    namespaces.push(netns_of_hub(&lab));
     let mut state = LabState {
         directions: links::plan_directions(&lab, &topology),
         out_dir: match &options.out_dir {
@@ -134,8 +135,9 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
             .collect::<Vec<_>>(),
     )?;
     interrupt::check()?;
+    let hub = netns_of_hub(&lab);
     for ns in state.namespaces.clone() {
-        let bridge = ns.contains(".lan.") && state.backend == Backend::Userspace;
+        let bridge = ns == hub && state.backend == Backend::Userspace;
         sys::in_netns(&ns, move || {
             for (key, value) in [
                 ("net/ipv4/ip_forward", "1"),
@@ -147,7 +149,7 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
                 sys::write_sysctl(key, value)?;
             }
             if bridge {
-                // Bridged frames must pass iptables for the LAN's queues to see them.
+                // Bridged frames must pass iptables for the segments' queues to see them.
                 sys::write_sysctl("net/bridge/bridge-nf-call-iptables", "1")?;
             }
             Ok(())
@@ -174,18 +176,8 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
         sys::ip_batch(Some(&state.netns(n)), &lines)?;
         interrupt::check()?;
     }
-    for segment in topology
-        .segments
-        .iter()
-        .filter(|s| s.kind == SegmentKind::Lan)
-    {
-        let mut lines = vec!["link set lo up".to_string(), "link set br0 up".to_string()];
-        for m in 0..segment.members.len() {
-            lines.push(format!("link set {} master br0", lan_port_name(m)));
-            lines.push(format!("link set {} up", lan_port_name(m)));
-        }
-        sys::ip_batch(Some(&netns_of_lan(&lab, &segment.name)), &lines)?;
-    }
+    sys::ip_batch(Some(&hub), &hub_commands(&topology))?;
+    interrupt::check()?;
     write_hosts(state)?;
     let names: Vec<&str> = topology.nodes.iter().map(|n| n.name.as_str()).collect();
     crate::control::issue_lab_certs(&state.certs_dir(), &lab, &names)
@@ -217,35 +209,38 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
     })
 }
 
-/// The root namespace's `ip -batch` lines that create every veth (both ends placed straight in
-/// their namespaces, so nothing of the lab ever sits in the root namespace) and LAN bridge.
+/// The root namespace's `ip -batch` lines that create every segment's bridge in the hub and
+/// every member's veth from its node to the hub (both ends placed straight in their
+/// namespaces, so nothing of the lab ever sits in the root namespace).
 fn link_commands(lab: &str, topology: &Topology) -> Vec<String> {
-    let ifname = |node, segment| links::interface_on(topology, node, segment);
+    let hub = netns_of_hub(lab);
     let mut lines = Vec::new();
     for (s, segment) in topology.segments.iter().enumerate() {
-        match segment.kind {
-            SegmentKind::Link => {
-                let (a, b) = (segment.members[0], segment.members[1]);
-                lines.push(format!(
-                    "link add {} netns {} type veth peer name {} netns {}",
-                    ifname(a, s),
-                    netns_of_node(lab, &topology.nodes[a].name),
-                    ifname(b, s),
-                    netns_of_node(lab, &topology.nodes[b].name)
-                ));
-            }
-            SegmentKind::Lan => {
-                let hub = netns_of_lan(lab, &segment.name);
-                lines.push(format!("link add br0 netns {hub} type bridge"));
-                for (m, &member) in segment.members.iter().enumerate() {
-                    lines.push(format!(
-                        "link add {} netns {} type veth peer name {} netns {hub}",
-                        ifname(member, s),
-                        netns_of_node(lab, &topology.nodes[member].name),
-                        lan_port_name(m)
-                    ));
-                }
-            }
+        lines.push(format!(
+            "link add {} netns {hub} type bridge",
+            hub_bridge_name(s)
+        ));
+        for (m, &member) in segment.members.iter().enumerate() {
+            lines.push(format!(
+                "link add {} netns {} type veth peer name {} netns {hub}",
+                links::interface_on(topology, member, s),
+                netns_of_node(lab, &topology.nodes[member].name),
+                hub_port_name(s, m)
+            ));
+        }
+    }
+    lines
+}
+
+/// The hub's `ip -batch` lines: every bridge up with its ports.
+fn hub_commands(topology: &Topology) -> Vec<String> {
+    let mut lines = vec!["link set lo up".to_string()];
+    for (s, segment) in topology.segments.iter().enumerate() {
+        lines.push(format!("link set {} up", hub_bridge_name(s)));
+        for m in 0..segment.members.len() {
+            let port = hub_port_name(s, m);
+            lines.push(format!("link set {port} master {}", hub_bridge_name(s)));
+            lines.push(format!("link set {port} up"));
         }
     }
     lines

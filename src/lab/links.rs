@@ -1,67 +1,55 @@
 //! Link emulation for a lab: which queue or qdisc carries each direction of each segment, and
-//! how a change reaches it. The kernel backend puts a tc-netem qdisc on the sender's egress; the
-//! userspace backend queues the direction on the receiver's ingress (NFQUEUE) where the
-//! `cdnlab-shaper` daemon holds each packet until netem would have released it.
+//! how a change reaches it. Every segment (a link is a LAN of two) is a bridge in the lab's hub
+//! namespace joining its members' veths. The kernel backend puts a tc-netem qdisc on the
+//! sender's egress; the userspace backend queues the direction where the sender's frames enter
+//! the bridge (NFQUEUE, br_netfilter's `physdev` match), and the `cdnlab-shaper` daemon holds
+//! each packet until netem would have released it. Held there, a packet has left the sender
+//! (crossing into another namespace detached it from the sending socket, so TCP Small Queues
+//! does not count it) and has not yet reached the receiver, which stamps it on arrival after
+//! the hold: `ping` and every receive timestamp see the configured delay.
 
-use super::state::{netns_of_lan, netns_of_node, Backend, Direction, LabState};
+use super::state::{netns_of_hub, netns_of_node, Backend, Direction, LabState};
 use super::sys::{self, err, Result};
-use crate::topology::{SegmentKind, Topology};
+use crate::topology::Topology;
 use netem::Impairments;
 
 /// The iptables binary: nft's `queue` is missing on many kernels (ours among them), the legacy
 /// NFQUEUE target is not.
 pub const IPTABLES: &str = "iptables-legacy";
 
-/// Every direction of every segment, with where each backend applies it.
+/// Every direction of every segment, with where each backend applies it. The userspace
+/// backend's queue numbers are the directions' indices (all queues live in the hub).
 pub fn plan_directions(lab: &str, topology: &Topology) -> Vec<Direction> {
     let mut directions = Vec::new();
     for (s, segment) in topology.segments.iter().enumerate() {
         for (m, &sender) in segment.members.iter().enumerate() {
-            let sender_node = &topology.nodes[sender];
-            let sender_ifname = interface_on(topology, sender, s);
-            let (queue_netns, queue_ifname, queue_physdev, queue_num) = match segment.kind {
-                SegmentKind::Link => {
-                    let receiver = segment.members[1 - m];
-                    let receiver_if = topology.nodes[receiver]
-                        .interfaces
-                        .iter()
-                        .position(|i| i.segment == s)
-                        .unwrap_or(0);
-                    (
-                        netns_of_node(lab, &topology.nodes[receiver].name),
-                        topology.nodes[receiver].interfaces[receiver_if]
-                            .ifname
-                            .clone(),
-                        false,
-                        receiver_if as u16,
-                    )
-                }
-                SegmentKind::Lan => (
-                    netns_of_lan(lab, &segment.name),
-                    lan_port_name(m),
-                    true,
-                    m as u16,
-                ),
-            };
+            let queue_num = directions.len() as u16;
             directions.push(Direction {
                 segment: s,
                 member: m,
                 impairments: segment.egress[m].clone(),
-                queue_netns,
-                queue_ifname,
-                queue_physdev,
+                queue_netns: netns_of_hub(lab),
+                queue_ifname: hub_port_name(s, m),
                 queue_num,
-                sender_netns: netns_of_node(lab, &sender_node.name),
-                sender_ifname,
+                sender_netns: netns_of_node(lab, &topology.nodes[sender].name),
+                sender_ifname: interface_on(topology, sender, s),
             });
         }
     }
     directions
 }
 
-/// The bridge port of a LAN's `member`-th member, in the LAN's namespace.
-pub fn lan_port_name(member: usize) -> String {
-    format!("p{member}")
+/// The most link directions a lab can have: every one is an NFQUEUE number in the hub.
+pub const MAX_DIRECTIONS: usize = u16::MAX as usize + 1;
+
+/// The bridge of segment `segment` in the hub namespace.
+pub fn hub_bridge_name(segment: usize) -> String {
+    format!("s{segment}")
+}
+
+/// The hub's bridge port of the segment's `member`-th member (the far end of its veth).
+pub fn hub_port_name(segment: usize, member: usize) -> String {
+    format!("s{segment}p{member}")
 }
 
 /// The name of `node`'s interface on `segment`.
@@ -74,13 +62,10 @@ pub fn interface_on(topology: &Topology, node: usize, segment: usize) -> String 
         .unwrap_or_default()
 }
 
-/// The iptables rule (after `-A`/`-D PREROUTING`) that queues a direction.
+/// The iptables rule (after `-A`/`-D PREROUTING`) that queues a direction: the frames its
+/// sender puts on the segment's bridge.
 fn queue_rule(direction: &Direction) -> String {
-    ingress_queue_rule(
-        &direction.queue_ifname,
-        direction.queue_physdev,
-        direction.queue_num,
-    )
+    ingress_queue_rule(&direction.queue_ifname, true, direction.queue_num)
 }
 
 /// The raw-table PREROUTING rule that hands what arrives on `ifname` (a bridge port when

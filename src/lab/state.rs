@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 /// and neither do namespaces, so the two stay consistent).
 pub const STATE_ROOT: &str = "/run/cdnlab";
 
-/// Prefix of every network namespace cdnlab makes: `cdnlab-LAB.NODE`, `cdnlab-LAB.lan.NAME`.
+/// Prefix of every network namespace cdnlab makes: `cdnlab-LAB.NODE` and the lab's hub,
+/// `cdnlab-LAB.hub.segments`.
 pub const NETNS_PREFIX: &str = "cdnlab-";
 
 /// Which link-emulation backend a lab uses.
@@ -24,7 +25,8 @@ pub const NETNS_PREFIX: &str = "cdnlab-";
 pub enum Backend {
     /// tc-netem qdiscs on each sender's egress.
     Kernel,
-    /// NFQUEUE on each receiver's ingress, scheduled by the `cdnlab-shaper` daemon.
+    /// NFQUEUE on each segment's bridge in the lab's hub namespace, scheduled by the
+    /// `cdnlab-shaper` daemon.
     Userspace,
 }
 
@@ -54,12 +56,10 @@ pub struct Direction {
     pub member: usize,
     /// Current impairments (updated by `link set`).
     pub impairments: Impairments,
-    /// Where the userspace backend queues this direction: the receiving namespace, the
-    /// interface packets arrive on, and the NFQUEUE number there.
+    /// Where the userspace backend queues this direction: the hub namespace, the bridge port
+    /// the sender's frames enter there, and the NFQUEUE number.
     pub queue_netns: String,
     pub queue_ifname: String,
-    /// Match on the bridge port (`-m physdev --physdev-in`) rather than the interface.
-    pub queue_physdev: bool,
     pub queue_num: u16,
     /// Where the kernel backend puts the qdisc: the sender's namespace and interface.
     pub sender_netns: String,
@@ -114,8 +114,10 @@ pub fn netns_of_node(lab: &str, node: &str) -> String {
     format!("{NETNS_PREFIX}{lab}.{node}")
 }
 
-pub fn netns_of_lan(lab: &str, lan: &str) -> String {
-    format!("{NETNS_PREFIX}{lab}.lan.{lan}")
+/// The lab's hub: one bridge per link or LAN, joining the veths of its members (a name with a
+/// dot, so no node's namespace can have it).
+pub fn netns_of_hub(lab: &str) -> String {
+    format!("{NETNS_PREFIX}{lab}.hub.segments")
 }
 
 impl LabState {

@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn only_the_labs_own_namespace_names_are_its_own() {
         assert!(is_netns_of("lab", "cdnlab-lab.client"));
-        assert!(is_netns_of("lab", "cdnlab-lab.lan.office"));
+        assert!(is_netns_of("lab", "cdnlab-lab.hub.segments"));
         for foreign in [
             "cdnlab-lab.",
             "cdnlab-lab..",

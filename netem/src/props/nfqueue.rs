@@ -37,6 +37,8 @@ fn packet() -> impl Strategy<Value = (Packet, Vec<u8>)> {
                 id,
                 len,
                 timestamp_ns: stamp.map(|(sec, usec)| sec * 1_000_000_000 + usec * 1_000),
+                gso: false,
+                headers_len: 0,
             };
             (packet, packet_msg(queue_num, id, &extra))
         })
