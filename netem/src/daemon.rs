@@ -1,10 +1,17 @@
 //! The shaper daemon: the userspace link backend's event loop.
 //!
-//! For each link direction A→B the orchestrator sends B's ingress traffic to an NFQUEUE inside
-//! B's namespace (`iptables-legacy -t raw -A PREROUTING -i <B's interface> -j NFQUEUE
-//! --queue-num N`). Hooking at the receiver's ingress matters: there the skb has been orphaned
-//! (`ip_rcv_core()`), so holding it does not count against the sender's TCP Small Queues budget;
-//! held at the sender's POSTROUTING instead, one TCP flow with 20 ms of delay fell to 2.3 Mbit/s.
+//! For each link direction A→B the orchestrator sends what A puts on the link to an NFQUEUE
+//! where it is forwarded: in a lab, the bridge port of A's veth in the lab's hub namespace
+//! (`iptables-legacy -t raw -A PREROUTING -m physdev --physdev-in <port> -j NFQUEUE
+//! --queue-num N`); in a container, its own ingress. Either way the skb has crossed into
+//! another namespace, which orphaned it, so holding it does not count against the sender's TCP
+//! Small Queues budget; held at the sender's POSTROUTING instead, one TCP flow with 20 ms of
+//! delay fell to 2.3 Mbit/s. Held in the hub, it also reaches the receiver, which stamps it,
+//! only when released.
+//!
+//! GSO packets are taken whole (`NFQA_CFG_F_GSO`) on queues without loss: one verdict for up
+//! to 64 KB, with the rate and byte accounting of all its wire packets (`Packet::wire_packets`).
+//! A lossy queue has the kernel segment first, so loss stays per wire packet.
 //!
 //! One single-threaded daemon serves every queue of a lab: epoll over one netlink socket per
 //! namespace, an absolute CLOCK_MONOTONIC timerfd for the next departure, the control socket and

@@ -111,8 +111,11 @@ pub struct LinkShaper {
     rng: StdRng,
     delay_cor: Crandom,
     loss_cor: Crandom,
-    /// Departure times of the packets that have not departed, earliest first (netem's tfifo).
-    tfifo: BinaryHeap<Reverse<u64>>,
+    /// Departure times of the entries that have not departed, earliest first (netem's tfifo),
+    /// each with the wire packets it holds.
+    tfifo: BinaryHeap<Reverse<(u64, u32)>>,
+    /// The wire packets in `tfifo`: what the limit counts.
+    queued_packets: usize,
     /// The latest departure time in `tfifo`; meaningful only while `tfifo` is not empty.
     tfifo_last: u64,
     stats: ShaperStats,
@@ -132,6 +135,7 @@ impl LinkShaper {
             delay_cor,
             loss_cor,
             tfifo: BinaryHeap::new(),
+            queued_packets: 0,
             tfifo_last: 0,
             stats: ShaperStats::default(),
         }
@@ -177,7 +181,9 @@ impl LinkShaper {
     /// [`LinkShaper::enqueue`] for a GSO packet that goes on the wire as `segments` IP packets
     /// of `ip_bytes` in all: one queue entry, one draw of loss and delay, and the serialisation
     /// time of all its frames, as `netem_enqueue()` treats a GSO skb (`qdisc_pkt_len()` counts
-    /// every segment's headers).
+    /// every segment's headers). The limit counts wire packets, so a limit means the same with
+    /// and without GSO: the entry is refused when `limit` wire packets already wait (netem's
+    /// `qlen >= limit` test), else taken whole, which may overfill the queue by one entry.
     pub fn enqueue_segments(&mut self, now_ns: u64, ip_bytes: u64, segments: u32) -> Verdict {
         let segments = segments.max(1);
         let frame_len = ip_bytes + u64::from(segments) * u64::from(ETHERNET_HEADER_LEN);
@@ -187,7 +193,7 @@ impl LinkShaper {
             self.stats.dropped_loss += 1;
             return Verdict::Drop(DropReason::Loss);
         }
-        if self.tfifo.len() >= self.kernel.limit {
+        if self.queued_packets >= self.kernel.limit {
             self.stats.dropped_queue_full += 1;
             return Verdict::Drop(DropReason::QueueFull);
         }
@@ -211,19 +217,21 @@ impl LinkShaper {
         } else {
             self.tfifo_last.max(time)
         };
-        self.tfifo.push(Reverse(time));
+        self.tfifo.push(Reverse((time, segments)));
+        self.queued_packets += segments as usize;
         self.stats.packets += u64::from(segments);
         self.stats.units += 1;
         self.stats.bytes += frame_len;
         Verdict::SendAt(time)
     }
 
-    /// Packets accepted but not yet departed at `now_ns`.
+    /// Wire packets accepted but not yet departed at `now_ns`.
     pub fn queued(&self, now_ns: u64) -> usize {
         self.tfifo
             .iter()
-            .filter(|Reverse(time)| *time > now_ns)
-            .count()
+            .filter(|Reverse((time, _))| *time > now_ns)
+            .map(|Reverse((_, segments))| *segments as usize)
+            .sum()
     }
 
     pub fn stats(&self) -> ShaperStats {
@@ -238,12 +246,12 @@ impl LinkShaper {
     /// Removes the packets that have left by `now_ns` (`netem_dequeue()` sends a packet once
     /// `time_to_send <= now`).
     fn forget_departed(&mut self, now_ns: u64) {
-        while self
-            .tfifo
-            .peek()
-            .is_some_and(|Reverse(time)| *time <= now_ns)
-        {
+        while let Some(&Reverse((time, segments))) = self.tfifo.peek() {
+            if time > now_ns {
+                break;
+            }
             self.tfifo.pop();
+            self.queued_packets -= segments as usize;
         }
     }
 }

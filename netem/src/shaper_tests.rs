@@ -388,13 +388,13 @@ fn same_seed_gives_the_same_verdicts() {
 }
 
 #[test]
-fn a_gso_packet_is_one_entry_that_takes_its_segments_serialisation_time() {
+fn a_gso_packet_is_one_entry_that_counts_and_takes_the_time_of_its_segments() {
     // 5 mbit/s: ten 1486-byte segments (1500-byte frames) take 10 × 2.4 ms, in one entry.
     let mut shaper = LinkShaper::new(
         impairments(|i| {
             i.delay_ns = 10 * MS;
             i.rate_bps = Some(5_000_000);
-            i.limit = 2;
+            i.limit = 10;
         }),
         1,
     );
@@ -402,13 +402,15 @@ fn a_gso_packet_is_one_entry_that_takes_its_segments_serialisation_time() {
         send_at(shaper.enqueue_segments(0, 14_860, 10)),
         10 * MS + 24_000_000
     );
-    // The next entry queues behind the whole GSO packet, as one more frame.
-    assert_eq!(
-        send_at(shaper.enqueue(0, 1486)),
-        10 * MS + 24_000_000 + 2_400_000
-    );
-    // The limit counts entries: a third one is dropped, however small.
+    // The limit counts wire packets: ten wait, so the next one is dropped, however small.
     assert_eq!(shaper.enqueue(0, 40), Verdict::Drop(DropReason::QueueFull));
+    assert_eq!(shaper.queued(0), 10);
+    // Once the GSO packet has left, the next packet starts the queue again.
+    let departed = 10 * MS + 24_000_000;
+    assert_eq!(
+        send_at(shaper.enqueue(departed, 1486)),
+        departed + 10 * MS + 2_400_000
+    );
     let stats = shaper.stats();
     assert_eq!((stats.packets, stats.units), (11, 2));
     assert_eq!(stats.bytes, 11 * 1500);

@@ -5,6 +5,7 @@
 
 pub mod cpu;
 pub mod delay;
+pub mod hog;
 pub mod http;
 pub mod icn;
 pub mod jitter;

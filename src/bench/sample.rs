@@ -16,9 +16,14 @@ pub struct Steady {
     pub seconds: f64,
     /// CPU seconds per second: utime + stime of every shaper thread.
     pub shaper_cores: f64,
+    /// CPU seconds per second the whole machine was busy (/proc/stat: everything but idle and
+    /// iowait), the kernel's softirq work for the lab's packets included.
+    pub machine_cores: f64,
     /// Frame bytes the data direction's queue accepted (netem's count: Ethernet frames).
     pub data_bytes: u64,
+    /// Wire packets (a GSO packet counts as its segments) and queue entries (it counts once).
     pub data_packets: u64,
+    pub data_units: u64,
     /// Times the shaper's departure timer woke it up.
     pub timer_wakeups: u64,
 }
@@ -47,7 +52,31 @@ fn read_ticks(pid: i32) -> Result<u64> {
     cpu_ticks(&text).ok_or_else(|| Error(format!("{path}: no utime/stime fields in `{text}`")))
 }
 
-fn ticks_per_second() -> Result<f64> {
+/// Busy clock ticks of all CPUs together from /proc/stat's text: its first (`cpu`) line's
+/// user, nice, system, irq, softirq and steal fields.
+pub fn machine_busy_ticks(stat: &str) -> Option<u64> {
+    let line = stat.lines().next()?;
+    let mut fields = line.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let values: Vec<u64> = fields
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let [user, nice, system, _idle, _iowait, irq, softirq, steal] = values[..] else {
+        return None;
+    };
+    Some(user + nice + system + irq + softirq + steal)
+}
+
+pub fn read_machine_ticks() -> Result<u64> {
+    let text =
+        std::fs::read_to_string("/proc/stat").map_err(|e| Error(format!("/proc/stat: {e}")))?;
+    machine_busy_ticks(&text).ok_or_else(|| Error("/proc/stat: no `cpu` line".into()))
+}
+
+pub fn ticks_per_second() -> Result<f64> {
     // SAFETY: sysconf has no memory effects.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if hz > 0 {
@@ -61,6 +90,7 @@ fn ticks_per_second() -> Result<f64> {
 struct Counters {
     bytes: u64,
     packets: u64,
+    units: u64,
     timer_wakeups: u64,
 }
 
@@ -81,6 +111,7 @@ fn counters(lab: &BenchLab, queue_id: &str) -> Result<Counters> {
         .map(|q| Counters {
             bytes: q.stats.bytes,
             packets: q.stats.packets,
+            units: q.stats.units,
             timer_wakeups,
         })
         .ok_or_else(|| Error(format!("the shaper has no queue `{queue_id}`")))
@@ -103,17 +134,21 @@ pub fn steady_state(
     interrupt::check()?;
     let start = Instant::now();
     let ticks_start = read_ticks(shaper.pid)?;
+    let machine_start = read_machine_ticks()?;
     let first = counters(lab, data_queue)?;
     std::thread::sleep(seconds.saturating_sub(START_AFTER_WARMUP + END_BEFORE_FINISH));
     let ticks_end = read_ticks(shaper.pid)?;
+    let machine_end = read_machine_ticks()?;
     let last = counters(lab, data_queue)?;
     let elapsed = start.elapsed().as_secs_f64();
     interrupt::check()?;
     Ok(Some(Steady {
         seconds: elapsed,
         shaper_cores: ticks_end.saturating_sub(ticks_start) as f64 / hz / elapsed,
+        machine_cores: machine_end.saturating_sub(machine_start) as f64 / hz / elapsed,
         data_bytes: last.bytes.saturating_sub(first.bytes),
         data_packets: last.packets.saturating_sub(first.packets),
+        data_units: last.units.saturating_sub(first.units),
         timer_wakeups: last.timer_wakeups.saturating_sub(first.timer_wakeups),
     }))
 }
@@ -134,12 +169,22 @@ mod tests {
     }
 
     #[test]
+    fn machine_ticks_leave_out_idle_and_iowait() {
+        let stat = "cpu  100 2 30 5000 40 1 7 3 0 0\ncpu0 50 1 15 2500 20 0 3 1 0 0\n";
+        assert_eq!(machine_busy_ticks(stat), Some(100 + 2 + 30 + 1 + 7 + 3));
+        assert_eq!(machine_busy_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None);
+        assert_eq!(machine_busy_ticks("cpu 1 2 3\n"), None);
+    }
+
+    #[test]
     fn link_rate_counts_frame_bits() {
         let steady = Steady {
             seconds: 2.0,
             shaper_cores: 0.1,
+            machine_cores: 1.0,
             data_bytes: 25_000_000,
             data_packets: 16_512,
+            data_units: 1_000,
             timer_wakeups: 0,
         };
         assert_eq!(steady.link_mbps(), 100.0);
