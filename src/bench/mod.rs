@@ -11,6 +11,7 @@ pub mod icn;
 pub mod jitter;
 pub mod lab;
 pub mod loss;
+pub mod memory;
 pub mod parm;
 pub mod rate;
 pub mod sample;

@@ -3,11 +3,12 @@
 
 use super::links::{self, hub_bridge_name, hub_port_name, IPTABLES};
 use super::process;
+use super::rtnetlink::{self, Request};
 use super::state::{lab_dir, netns_of_hub, netns_of_node, Backend, LabState, NETNS_PREFIX};
 use super::sys::{self, err, Result};
 use super::{interrupt, shaper, teardown};
 use crate::roles::ROLES;
-use crate::topology::{hosts_entries, Program, Topology};
+use crate::topology::{hosts_entries, Node, Program, Topology};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -159,21 +160,10 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
     sys::ip_batch(None, &link_commands(&lab, &topology))?;
     interrupt::check()?;
     for (n, node) in topology.nodes.iter().enumerate() {
-        let mut lines = vec!["link set lo up".to_string()];
-        for iface in &node.interfaces {
-            lines.push(format!(
-                "addr add {}/{} dev {}",
-                iface.addr, iface.prefix_len, iface.ifname
-            ));
-            lines.push(format!("link set {} up", iface.ifname));
-        }
-        for route in &node.routes {
-            lines.push(format!(
-                "route add {}/{} via {} dev {}",
-                route.dst, route.prefix_len, route.via, route.ifname
-            ));
-        }
-        sys::ip_batch(Some(&state.netns(n)), &lines)?;
+        let requests = node_requests(node);
+        let ns = state.netns(n);
+        sys::in_netns(&ns, move || rtnetlink::apply(&requests))
+            .map_err(|e| sys::Error(format!("configuring {ns}: {e}")))?;
         interrupt::check()?;
     }
     sys::ip_batch(Some(&hub), &hub_commands(&topology))?;
@@ -207,6 +197,31 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
         state.ready = true;
         Ok(())
     })
+}
+
+/// What a node's namespace needs once its veths are in: every interface up with its address,
+/// then the routes through them.
+fn node_requests(node: &Node) -> Vec<Request> {
+    let mut requests = vec![Request::LinkUp {
+        ifname: "lo".into(),
+    }];
+    for iface in &node.interfaces {
+        requests.push(Request::Addr {
+            ifname: iface.ifname.clone(),
+            addr: iface.addr,
+            prefix_len: iface.prefix_len,
+        });
+        requests.push(Request::LinkUp {
+            ifname: iface.ifname.clone(),
+        });
+    }
+    requests.extend(node.routes.iter().map(|route| Request::Route {
+        ifname: route.ifname.clone(),
+        dst: route.dst,
+        prefix_len: route.prefix_len,
+        via: route.via,
+    }));
+    requests
 }
 
 /// The root namespace's `ip -batch` lines that create every segment's bridge in the hub and

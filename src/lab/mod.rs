@@ -6,6 +6,7 @@ pub mod events;
 pub mod interrupt;
 pub mod links;
 pub mod process;
+pub mod rtnetlink;
 pub mod shaper;
 pub mod state;
 pub mod sys;

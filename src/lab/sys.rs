@@ -104,6 +104,27 @@ pub fn write_sysctl(key: &str, value: &str) -> Result<()> {
     std::fs::write(&path, value).map_err(|e| Error(format!("{path}: {e}")))
 }
 
+/// The processes inside any of the namespaces named (by their /run/netns names): one pass
+/// over /proc for all of them, where `ip netns pids` makes one per namespace.
+pub fn pids_in_netns(namespaces: &[&str]) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |path: &str| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let wanted: std::collections::HashSet<(u64, u64)> = namespaces
+        .iter()
+        .filter_map(|ns| id(&format!("/run/netns/{ns}")))
+        .collect();
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| id(&format!("/proc/{pid}/ns/net")).is_some_and(|ns| wanted.contains(&ns)))
+        .collect()
+}
+
 /// Field 22 of /proc/PID/stat: when the process started. `None` if it is gone.
 pub fn process_start_time(pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

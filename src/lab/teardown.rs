@@ -63,19 +63,13 @@ fn remove_namespaces(lab: &str, namespaces: &[String]) -> Result<()> {
         .copied()
         .filter(|n| present.contains(n))
         .collect();
-    let mut inside = Vec::new();
-    for ns in &present {
-        if let Ok(pids) = sys::run(&["ip", "netns", "pids", ns], None) {
-            inside.extend(
-                pids.split_whitespace()
-                    .filter_map(|p| p.parse::<i32>().ok())
-                    .filter_map(|pid| {
-                        sys::process_start_time(pid)
-                            .map(|start_time| ProcessRecord { pid, start_time })
-                    }),
-            );
-        }
-    }
+    let names: Vec<&str> = present.iter().map(|ns| ns.as_str()).collect();
+    let inside: Vec<ProcessRecord> = sys::pids_in_netns(&names)
+        .into_iter()
+        .filter_map(|pid| {
+            sys::process_start_time(pid).map(|start_time| ProcessRecord { pid, start_time })
+        })
+        .collect();
     stop_processes(&inside);
     let lines: Vec<String> = present.iter().map(|ns| format!("netns del {ns}")).collect();
     let deleted = sys::ip_batch(None, &lines);

@@ -5,6 +5,7 @@
 //! `change_from_flags` beneath it) is the same impairment conversion for the command line.
 
 mod addressing;
+mod aggregate;
 mod conditions;
 mod error;
 mod flags;

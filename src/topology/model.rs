@@ -35,7 +35,8 @@ pub struct Node {
     pub client: bool,
     /// The node's interfaces, in the order of `segments`.
     pub interfaces: Vec<Interface>,
-    /// Static routes to every address of every other node that is not on a shared segment.
+    /// Static routes to every address of every other node that is not on a shared segment;
+    /// subnets behind one neighbour share a route where they can (`topology::aggregate`).
     pub routes: Vec<Route>,
 }
 

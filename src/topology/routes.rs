@@ -1,6 +1,8 @@
 //! Static routes: every node reaches every subnet it is not on through the neighbour that starts
 //! its lowest-delay path there, so traffic follows the paths the scenario's delays describe.
+//! Routes through one neighbour are then merged where they can be (see [`aggregate`]).
 
+use super::aggregate::{aggregate, Subnets};
 use super::model::{Node, NodeId, Route, Segment};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,10 +27,11 @@ pub(crate) fn compute_routes(nodes: &mut [Node], segments: &[Segment]) {
             on[member].push((index, position));
         }
     }
+    let subnets = Subnets::new(segments.iter().map(|s| (s.subnet, s.prefix_len)));
     let routes: Vec<Vec<Route>> = (0..nodes.len())
         .map(|source| {
             let paths = shortest_paths(source, &on, segments);
-            routes_from(source, &paths, nodes, segments)
+            aggregate(routes_from(source, &paths, nodes, segments), &subnets)
         })
         .collect();
     for (node, routes) in nodes.iter_mut().zip(routes) {
