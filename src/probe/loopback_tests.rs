@@ -179,11 +179,13 @@ fn stream_on_loopback_is_paced_and_lossless() {
     let started = Instant::now();
     let report = measure_stream(server.addr(), &opts).unwrap();
     let took = started.elapsed();
-    // 1000 datagrams at 2000/s take 0.5 s: no datagram leaves before its time, so neither the
-    // stream nor its achieved rate can beat the schedule (a late one only slows it).
+    // 1000 datagrams at 2000/s take 0.5 s: no datagram leaves before its time, so the stream
+    // cannot beat the schedule. The achieved rate spans the first send to the last, so a late
+    // first send shortens that span and lifts the rate a little (seen: 2000.14/s); 1% is a
+    // first send 5 ms late.
     assert!(took >= Duration::from_millis(499), "{took:?}");
     assert!(
-        report.achieved_pps > 0.0 && report.achieved_pps <= 2000.0 * (1.0 + 1e-9),
+        report.achieved_pps > 0.0 && report.achieved_pps <= 2000.0 * 1.01,
         "{report:?}"
     );
     assert_eq!(
