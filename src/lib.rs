@@ -1,22 +1,28 @@
 //! cdnlab: an emulation testbed for content delivery research.
 //!
-//! `topology` reads scenario files; `lab` builds them out of network namespaces, veth links and
-//! processes; `cli` is the `cdnlab` command.
+//! - The algorithms (`cdn`, `has`, `icn`, `fog`, `lru`, `pricing`) are the sans-IO core crate's,
+//!   `cdnlab_core`, re-exported here; `pricing` adds the files and figures of its reproduction.
+//! - The roles run them as processes over sockets and clocks: `cdn_roles`, `has_client`,
+//!   `icn_roles`, `fog_roles`, with `roles`, `role_config` and the `control` plane they share.
+//! - The lab: `topology` reads scenario files; `lab` builds them out of network namespaces, veth
+//!   links and processes (`container`: the same as docker containers); `probe` measures links.
+//! - The tools: `cli` is the `cdnlab` command; `run` plays a scenario's timeline, `sweep` runs
+//!   parameter grids, `bench` measures the emulation; `plot` and `table` draw the figures and
+//!   tables they report.
+
+// The algorithms live in the core crate so the compiler keeps I/O out of them; re-exported so
+// `crate::cdn::…` and the like name them as before.
+pub use cdnlab_core::{cdn, fog, has, icn, lru};
 
 pub mod bench;
-pub mod cdn;
 pub mod cdn_roles;
 pub mod cli;
 pub mod container;
 pub mod control;
-pub mod fog;
 pub mod fog_roles;
-pub mod has;
 pub mod has_client;
-pub mod icn;
 pub mod icn_roles;
 pub mod lab;
-pub mod lru;
 pub mod plot;
 pub mod pricing;
 pub mod probe;
@@ -26,6 +32,7 @@ pub mod role_config;
 pub mod roles;
 pub mod run;
 pub mod sweep;
+pub mod table;
 #[cfg(test)]
 mod testing;
 pub mod topology;

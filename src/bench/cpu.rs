@@ -3,10 +3,10 @@
 
 use super::rate::{core_link, flow, limit_for};
 use super::sample::Steady;
-use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::links::choose_backend;
 use crate::lab::{Backend, Error, Result};
+use crate::table::{num, Table};
 
 const LAB: &str = "bench-cpu";
 

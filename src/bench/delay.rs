@@ -5,10 +5,10 @@ use super::hog::CpuHog;
 use super::lab::{chain, BenchLab};
 use super::sample::{read_machine_ticks, ticks_per_second};
 use super::stats::median;
-use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::{Error, Result};
 use crate::probe::percentile;
+use crate::table::{num, Table};
 use netem::units::format_duration_ns;
 
 const LAB: &str = "bench-delay";

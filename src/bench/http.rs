@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use super::sample::cpu_ticks;
 use super::stats::median;
-use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::{interrupt, sys, Error, Result};
+use crate::table::{num, Table};
 
 /// How to get the tools this benchmark drives.
 const INSTALL_HINT: &str = "install them with `apt-get install -y nginx-light wrk` (Debian/Ubuntu)";

@@ -3,10 +3,10 @@
 
 use super::lab::{chain, BenchLab};
 use super::stats::{implied_jitter, stdev_sampling_halfwidth, JitterMoments};
-use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::Result;
 use crate::probe::{stdev, RttReport};
+use crate::table::{num, Table};
 use netem::shaper::{LinkShaper, Verdict as ShaperVerdict};
 use netem::{Distribution, Impairments};
 

@@ -3,10 +3,10 @@
 
 use super::lab::{chain, BenchLab, PORT};
 use super::stats::{wilson_interval, Z95};
-use super::table::Table;
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::Result;
 use crate::probe::StreamReport;
+use crate::table::Table;
 use netem::units::format_percent;
 
 const LAB: &str = "bench-loss";

@@ -17,10 +17,9 @@ pub mod rate;
 pub mod sample;
 pub mod scale;
 pub mod stats;
-pub mod table;
 
 use crate::lab::{interrupt, sys, Error, Result};
-use table::Table;
+use crate::table::Table;
 
 /// Every benchmark, in the order `all` runs them.
 pub const BENCHMARKS: [&str; 8] = [

@@ -4,12 +4,12 @@
 //! solve every T_PARM. No lab, no root: the LP is built from Section 5.1's traffic model.
 
 use super::stats::median;
-use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::{Error, Result};
 use crate::pricing::measure::{congestion, local_mapping, mean, site_load};
 use crate::pricing::traffic::{self, capacity, demand, latencies};
 use crate::pricing::{ldp, solve, LdpParams, ParmInput};
+use crate::table::{num, Table};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::time::Instant;

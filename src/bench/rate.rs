@@ -4,10 +4,10 @@
 use super::lab::{chain, BenchLab, PORT};
 use super::sample::{steady_state, Steady};
 use super::stats::{bdp_packets, TCP_CEILING};
-use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::{sys, Error, Result};
 use crate::probe::GoodputReport;
+use crate::table::{num, Table};
 use netem::daemon::Response;
 use netem::units::format_rate_bps;
 use std::time::Duration;

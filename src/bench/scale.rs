@@ -5,9 +5,9 @@
 use super::lab::{prepare, BenchLab};
 use super::memory;
 use super::stats::median;
-use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::{Error, Result};
+use crate::table::{num, Table};
 use crate::topology::{self, LoadOptions};
 use std::time::{Duration, Instant};
 

@@ -34,6 +34,7 @@ use crate::cdn_roles::{Body, ServeOptions};
 use crate::control::{self, Callers, Client, Identity};
 use crate::fog::catalog::{cdn_caches_video, fdn_caches, Catalog};
 use crate::fog::estimator::{decide, Backlog, Method, SegmentOptions, Source};
+use crate::fog::inputs::{cloud_transfer, deadline_s, neighbor_transfers, Neighbor};
 use crate::fog::normal::Normal;
 use crate::fog::sessions::{Full, Sessions};
 use crate::fog::stats::{PathModel, RunningStats};
@@ -215,34 +216,26 @@ impl Fdn {
         for index in 0..n {
             let segment = self.catalog.videos[video].segments[index];
             let time = Normal::new(segment.processing_mean_s, segment.processing_sd_s);
-            let neighbors: Vec<(usize, Normal)> = state
-                .metadata
-                .fdns
-                .iter()
-                .filter(|f| {
-                    f.up && f.index as usize != self.config.index
-                        && f.cached
-                            .binary_search(&(video as u32, index as u32))
-                            .is_ok()
-                })
-                .filter_map(|f| {
-                    let path = state.paths.get(&f.name).filter(|p| p.known())?;
-                    Some((f.index as usize, path.transfer(segment.bytes)))
-                })
-                .collect();
-            let cloud = state
-                .paths
-                .get("cloud")
-                .map(|p| p.transfer(segment.bytes))
-                .unwrap_or(Normal::point(f64::INFINITY));
+            let listed = state.metadata.fdns.iter().map(|f| Neighbor {
+                index: f.index as usize,
+                up: f.up,
+                cached: &f.cached,
+                path: state.paths.get(&f.name),
+            });
+            let segment_id = (video as u32, index as u32);
+            let neighbors =
+                neighbor_transfers(listed, self.config.index, segment_id, segment.bytes);
             let options = SegmentOptions {
                 cached_locally: self.holds(video, index),
                 neighbors: &neighbors,
-                cloud,
+                cloud: cloud_transfer(state.paths.get("cloud"), segment.bytes),
                 processing: state.backlog.processing(time, self.now_s()),
                 viewer: viewer.transfer(segment.bytes),
-                deadline_s: self.config.startup.as_secs_f64()
-                    + index as f64 * spec.segment_duration_s,
+                deadline_s: deadline_s(
+                    self.config.startup.as_secs_f64(),
+                    index,
+                    spec.segment_duration_s,
+                ),
             };
             let decision = decide(self.config.method, &options);
             session.set_source(index, &source_name(decision.source, &state.metadata));

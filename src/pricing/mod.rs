@@ -1,26 +1,12 @@
-//! Location-dependent pricing and price-aware request mapping (papers/000: "Joint
-//! Location-Dependent Pricing and Request Mapping in ICN-Based Telco CDNs For 5G").
-//!
-//! The algorithms are sans-IO: `cabp` (Algorithm 1), `ldp` (Algorithm 2), `parm` (problem
-//! (4a)–(4f), an LP) and `cost` (Eq. 7), with `measure` for what a mapping does to the sites and
-//! `feasibility` for why a PARM problem has no solution. `traffic` and `experiment` are Section
-//! 5's model and simulation; `reproduce` writes its tables and `plot` draws its figures.
+//! Location-dependent pricing and price-aware request mapping (papers/000). The algorithms,
+//! Section 5's model and its simulation are sans-IO, in the core crate (re-exported here so
+//! `crate::pricing::…` names them); this module adds what writes: `reproduce` writes the
+//! tables and `plot` draws the figures.
 
-pub mod cabp;
-pub mod cost;
-pub mod experiment;
-pub mod feasibility;
-pub mod ldp;
-pub mod measure;
-pub mod parm;
+pub use cdnlab_core::pricing::*;
+
 pub mod plot;
 pub mod reproduce;
-pub mod traffic;
 
 #[cfg(test)]
 mod tests;
-
-pub use cabp::{cabp, Band, PriceRange};
-pub use cost::bandwidth_cost;
-pub use ldp::{ldp, LdpParams, Prices};
-pub use parm::{solve, Mapping, ParmError, ParmInput};

@@ -4,8 +4,8 @@
 
 use super::experiment::{self, Case, Metrics, Outcome, Reproduction, Settings, SweepRow};
 use super::plot;
-use crate::bench::table::{num, Table};
 use crate::plot::{render_lines, Figure, Point};
+use crate::table::{num, Table};
 use serde::Serialize;
 use std::path::Path;
 

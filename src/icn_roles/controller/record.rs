@@ -1,7 +1,7 @@
 //! What the controller saw and did, kept for `controller.json`, `lp/` and the plots.
 
 use super::ControllerConfig;
-use crate::plot::{lines, Figure, Point};
+use crate::icn::control::Congestion;
 use crate::pricing::cost::bandwidth_cost;
 use crate::pricing::parm::{Mapping, ParmInput};
 use serde::Serialize;
@@ -30,15 +30,10 @@ pub struct Tick {
     pub border_rules: Vec<Option<u64>>,
 }
 
-type Congestion = Option<(Vec<f64>, Vec<f64>, Vec<f64>)>;
-
-/// A figure's lines: (name, points).
-type Lines = Vec<(String, Vec<Point>)>;
-
 impl Tick {
     pub fn new(
         t_s: f64,
-        congestion: &Congestion,
+        congestion: &Option<Congestion>,
         prices: Option<&[f64]>,
         p_const: f64,
         latency_ms: &[Vec<Option<f64>>],
@@ -134,88 +129,6 @@ impl Recorder {
         std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
         let path = self.out.join("controller.json");
         std::fs::write(&path, value.to_string()).map_err(|e| format!("{}: {e}", path.display()))?;
-        let per_site = |f: &dyn Fn(&Tick, usize) -> Option<f64>| -> Lines {
-            config
-                .sites
-                .iter()
-                .enumerate()
-                .map(|(m, site)| {
-                    let points = self
-                        .ticks
-                        .iter()
-                        .filter_map(|t| f(t, m).map(|y| Point::new(t.t_s, y)))
-                        .collect();
-                    (site.clone(), points)
-                })
-                .collect()
-        };
-        let served_share = |t: &Tick, m: usize| {
-            let total: f64 = t.usage_mbps.iter().sum();
-            (total > 0.0).then(|| t.usage_mbps.get(m).copied().unwrap_or(0.0) / total)
-        };
-        let mean_latency = |t: &Tick, m: usize| {
-            let known: Vec<f64> = t.latency_ms.iter().filter_map(|row| row[m]).collect();
-            (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64)
-        };
-        let totals = vec![
-            (
-                "bandwidth cost Σg(d_m)".to_string(),
-                self.ticks
-                    .iter()
-                    .map(|t| Point::new(t.t_s, t.bandwidth_cost))
-                    .collect(),
-            ),
-            (
-                "payment Σp_m·d_m".to_string(),
-                self.ticks
-                    .iter()
-                    .map(|t| Point::new(t.t_s, t.payment))
-                    .collect(),
-            ),
-        ];
-        let figures: [(&str, &str, &str, Lines); 5] = [
-            (
-                "prices.svg",
-                "Price per site (LDP)",
-                "price",
-                per_site(&|t, m| t.prices.get(m).copied()),
-            ),
-            (
-                "congestion.svg",
-                "Congestion level θ_m = d_m / C_m",
-                "θ",
-                per_site(&|t, m| t.theta.get(m).copied()),
-            ),
-            (
-                "mapping.svg",
-                "Share of the bandwidth each site served",
-                "share",
-                per_site(&served_share),
-            ),
-            (
-                "latency.svg",
-                "Probe round trip to each site (mean over regions)",
-                "ms",
-                per_site(&mean_latency),
-            ),
-            (
-                "cost.svg",
-                "Bandwidth cost (Eq. 7) and payment, per SM period",
-                "Mbit/s-weighted",
-                totals,
-            ),
-        ];
-        for (file, caption, y_title, series) in &figures {
-            lines(
-                &self.out.join(file),
-                &Figure {
-                    caption,
-                    x_title: "time (s)",
-                    y_title,
-                    series,
-                },
-            )?;
-        }
-        Ok(())
+        super::plots::draw(&self.out, &config.sites, &self.ticks)
     }
 }

@@ -1,7 +1,3 @@
-//! Tests of PARM and of the Section 5 reproduction, which need more set-up than fits beside the
-//! code.
+//! Tests of the Section 5 reproduction's files (the algorithms' tests are in the core crate).
 
-mod experiment;
-mod parm;
 mod reproduce;
-mod traffic;

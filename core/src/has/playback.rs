@@ -259,7 +259,8 @@ impl Playback {
         self.start_ns
     }
 
-    /// Whether the player is frozen waiting for media (start-up excluded).
+    /// Whether the player is frozen waiting for media (start-up excluded), for the tests.
+    #[cfg(test)]
     pub fn is_stalled(&self) -> bool {
         matches!(self.state, State::Stalled { .. })
     }

@@ -7,7 +7,7 @@ use super::manifests::{fetch, hls_presentation};
 use crate::cdn::manifest_dash::parse_mpd;
 use crate::cdn::manifest_hls::{parse_master, parse_media, parse_playlist};
 use crate::cdn::{xml, ChunkLocations, ManifestError, Policy, Presentation};
-use crate::props::damaged_one_of;
+use crate::testing::damaged_one_of;
 use proptest::prelude::*;
 
 const URR: &str = "http://urr:8080";

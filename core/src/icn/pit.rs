@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn names_and_waiters_past_the_bounds_are_refused_and_the_table_does_not_grow() {
         let mut pit = Pit::new(LIFETIME, 2, 3);
-        let t0 = Instant::now();
+        let t0 = crate::testing::origin();
         let (a, b, c) = (name("/a"), name("/b"), name("/c"));
         let ticket = forwarded(pit.interest(&a, 1, t0));
         forwarded(pit.interest(&b, 2, t0));
@@ -201,7 +201,7 @@ mod tests {
     #[test]
     fn one_forward_per_name_and_the_rest_aggregated() {
         let mut pit = pit();
-        let t0 = Instant::now();
+        let t0 = crate::testing::origin();
         let a = name("/app1/a");
         let ticket = forwarded(pit.interest(&a, "first", t0));
         assert_eq!(pit.interest(&a, "second", t0), Outcome::Aggregated);
@@ -229,7 +229,7 @@ mod tests {
     #[test]
     fn entries_expire_after_their_lifetime_with_their_waiters() {
         let mut pit = pit();
-        let t0 = Instant::now();
+        let t0 = crate::testing::origin();
         let (old, young) = (name("/old"), name("/young"));
         let old_ticket = forwarded(pit.interest(&old, 1, t0));
         pit.interest(&young, 2, t0 + Duration::from_secs(1));
@@ -259,7 +259,7 @@ mod tests {
     #[test]
     fn a_satisfied_entry_is_not_expired_later() {
         let mut pit = pit();
-        let t0 = Instant::now();
+        let t0 = crate::testing::origin();
         let a = name("/a");
         let first = forwarded(pit.interest(&a, 1, t0));
         assert_eq!(pit.satisfy(&a, first), [1]);
@@ -274,7 +274,7 @@ mod tests {
     #[test]
     fn a_late_answer_leaves_a_newer_entry_for_its_own_fetch() {
         let mut pit = pit();
-        let t0 = Instant::now();
+        let t0 = crate::testing::origin();
         let a = name("/a");
         let old = forwarded(pit.interest(&a, 1, t0));
         assert_eq!(pit.expire(t0 + LIFETIME), vec![(a.clone(), vec![1])]);

@@ -91,7 +91,9 @@ pub enum Playlist {
     Media(MediaPlaylist),
 }
 
-/// Parses a master playlist fetched from `url` (relative URIs resolve against it).
+/// Parses a master playlist fetched from `url` (relative URIs resolve against it). Only the
+/// tests need the master alone: the client reads either kind with `parse_playlist`.
+#[cfg(test)]
 pub fn parse_master(text: &str, url: &str) -> Result<Vec<Variant>, ManifestError> {
     match parse_playlist(text, url)? {
         Playlist::Master(variants) => Ok(variants),

@@ -1,8 +1,8 @@
 //! ICN names: no path panics the parser, a refusal quotes the path and says which component is
 //! wrong, and a name made of valid components reads back with exactly those components.
 
-use super::damaged;
 use crate::icn::name::Name;
+use crate::testing::damaged;
 use proptest::prelude::*;
 
 fn is_dot_segment(component: &str) -> bool {

@@ -111,7 +111,7 @@ mod tests {
     #[test]
     fn past_the_cap_open_is_refused_until_one_closes() {
         let mut sessions = Sessions::new(2, IDLE);
-        let t0 = Instant::now();
+        let t0 = crate::testing::origin();
         let (a, _) = sessions.open("a", t0);
         assert!(sessions.open("b", t0).0.is_ok());
         assert_eq!(sessions.open("c", t0), (Err(Full), vec![]));
@@ -123,7 +123,7 @@ mod tests {
     #[test]
     fn a_session_not_read_for_the_idle_time_expires_and_makes_room() {
         let mut sessions = Sessions::new(2, IDLE);
-        let t0 = Instant::now();
+        let t0 = crate::testing::origin();
         let at = |s| t0 + Duration::from_secs(s);
         let a = sessions.open("a", t0).0.unwrap();
         let b = sessions.open("b", t0).0.unwrap();
@@ -141,7 +141,7 @@ mod tests {
     #[test]
     fn a_read_in_progress_keeps_its_session_however_long_it_waits() {
         let mut sessions = Sessions::new(1, IDLE);
-        let t0 = Instant::now();
+        let t0 = crate::testing::origin();
         let a = sessions.open("a", t0).0.unwrap();
         assert_eq!(sessions.begin_read(a, t0), Some("a"));
         assert!(sessions.expire(t0 + 5 * IDLE).is_empty());

@@ -126,7 +126,8 @@ impl Mss {
         self.bandwidth.mean()
     }
 
-    /// Whether the heuristic is in its Steady state (else Buffering).
+    /// Whether the heuristic is in its Steady state (else Buffering), for the tests.
+    #[cfg(test)]
     pub fn is_steady(&self) -> bool {
         self.state == State::Steady
     }

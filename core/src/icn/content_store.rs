@@ -79,15 +79,14 @@ impl<D: Clone> ContentStore<D> {
 mod tests {
     use super::*;
     use crate::icn::name::name;
-    use bytes::Bytes;
 
-    fn data(len: usize, byte: u8) -> Bytes {
-        Bytes::from(vec![byte; len])
+    fn data(len: usize, byte: u8) -> Vec<u8> {
+        vec![byte; len]
     }
 
     #[test]
     fn evicts_in_recency_order_and_counts_bytes() {
-        let mut cs = ContentStore::<Bytes>::new(1000);
+        let mut cs = ContentStore::<Vec<u8>>::new(1000);
         assert!(cs.insert(name("/a/1"), data(400, 1), 400));
         assert!(cs.insert(name("/a/2"), data(400, 2), 400));
         assert_eq!((cs.bytes(), cs.objects()), (800, 2));
@@ -116,7 +115,7 @@ mod tests {
 
     #[test]
     fn an_object_larger_than_the_capacity_is_not_stored() {
-        let mut cs = ContentStore::<Bytes>::new(100);
+        let mut cs = ContentStore::<Vec<u8>>::new(100);
         cs.insert(name("/small"), data(60, 1), 60);
         assert!(!cs.insert(name("/big"), data(101, 2), 101));
         assert_eq!(cs.get(&name("/big")), None);
@@ -128,9 +127,9 @@ mod tests {
 
     #[test]
     fn capacity_zero_caches_nothing() {
-        let mut cs = ContentStore::<Bytes>::new(0);
+        let mut cs = ContentStore::<Vec<u8>>::new(0);
         assert!(!cs.insert(name("/x"), data(1, 1), 1));
-        assert!(!cs.insert(name("/empty"), Bytes::new(), 0));
+        assert!(!cs.insert(name("/empty"), Vec::new(), 0));
         assert_eq!(cs.get(&name("/x")), None);
         assert_eq!(cs.objects(), 0);
         assert_eq!(cs.capacity(), 0);

@@ -70,7 +70,9 @@ impl Name {
         self.0 == "/"
     }
 
-    /// True when every component of `self` is the same component of `other`, in order.
+    /// True when every component of `self` is the same component of `other`, in order: what
+    /// the tests check `prefixes` against.
+    #[cfg(test)]
     pub fn is_prefix_of(&self, other: &Name) -> bool {
         self.is_root()
             || other.0.strip_prefix(self.0.as_str()).is_some_and(|rest| {

@@ -2,9 +2,8 @@
 //! cost of redirects.
 
 use super::*;
-use crate::has::{
-    make_abr, simulate, PlaybackConfig, SimConfig, SimHop, SimResult, ThroughputTrace, ABR_NAMES,
-};
+use crate::has::sim::{simulate, SimConfig, SimHop, SimResult, ThroughputTrace};
+use crate::has::{make_abr, PlaybackConfig, ABR_NAMES};
 
 fn config(trace: ThroughputTrace, buffer_s: f64, segments: usize) -> SimConfig {
     SimConfig {
