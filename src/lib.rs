@@ -22,7 +22,6 @@ pub mod pricing;
 pub mod probe;
 #[cfg(test)]
 mod props;
-pub mod role_config;
 pub mod roles;
 pub mod run;
 pub mod sweep;

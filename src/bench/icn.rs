@@ -26,11 +26,11 @@ use super::http::{
 };
 use super::table::{num, Table};
 use super::{progress, BenchOptions, Report, Verdict};
-use crate::cdn_roles::http::error;
-use crate::cdn_roles::run::{spawn_http, Running};
-use crate::cdn_roles::{Body, ServeOptions};
 use crate::lab::{interrupt, sys, Error, Result};
 use crate::probe::Summary;
+use crate::roles::http::semantics::error;
+use crate::roles::http::{spawn_http, Running};
+use crate::roles::http::{Body, ServeOptions};
 
 /// Concurrent clients, each with its own keep-alive connection.
 const CLIENTS: usize = 64;

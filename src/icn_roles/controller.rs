@@ -26,12 +26,14 @@ mod record;
 use super::messages::{
     AppRule, BorderRequest, BorderResponse, FibRules, SiteRequest, SiteResponse, SiteUsage,
 };
-use crate::cdn_roles::run::load_identity;
 use crate::control::{Client, Identity};
 use crate::pricing::cabp::PriceRange;
 use crate::pricing::ldp::{ldp, LdpParams};
 use crate::pricing::parm::{self, ParmInput};
-use crate::role_config::Keys;
+use crate::roles::config::Keys;
+use crate::roles::control::load_identity;
+use crate::roles::control::DEFAULT_CONTROL_PORT;
+use crate::roles::env::NodeEnv;
 use record::{Period, Recorder, Tick};
 use std::future::Future;
 use std::path::PathBuf;
@@ -179,7 +181,7 @@ pub fn config(table: &Table) -> Result<ControllerConfig, String> {
         },
         ldp: params,
         p_const: keys.number("p_const")?.unwrap_or(0.3),
-        control_port: keys.port("control_port", 4433)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
     })
 }
 
@@ -226,7 +228,7 @@ impl Peer {
     {
         if self.client.is_none() {
             let addr = format!("{}:{port}", self.name);
-            let connect = crate::fog_roles::cloud::connect(&addr, &self.name, id);
+            let connect = crate::roles::control::connect(&addr, &self.name, id);
             self.client = tokio::time::timeout(limit, connect).await.ok()?.ok();
         }
         let answer = tokio::time::timeout(limit, self.client.as_ref()?.call(request)).await;
@@ -394,7 +396,7 @@ impl Controller {
         let prices = match self.config.mode {
             Mode::Parm => match ldp(theta, &self.config.users, &self.config.ldp) {
                 Ok(prices) => {
-                    eprintln!(
+                    tracing::info!(
                         "controller: LDP at {t_s:.1} s: variance {:.4} → {} prices {:?}",
                         prices.variance,
                         if prices.location_dependent {
@@ -407,7 +409,7 @@ impl Controller {
                     prices.prices
                 }
                 Err(e) => {
-                    eprintln!("controller: LDP at {t_s:.1} s failed ({e}); prices unchanged");
+                    tracing::warn!("controller: LDP at {t_s:.1} s failed ({e}); prices unchanged");
                     return;
                 }
             },
@@ -481,7 +483,7 @@ impl Controller {
         let mapping = match solved {
             Ok(mapping) => mapping,
             Err(e) => {
-                eprintln!(
+                tracing::warn!(
                     "controller: PARM at {t_s:.1} s: {e}; the borders keep the last valid rules"
                 );
                 period.error = Some(e.to_string());
@@ -501,15 +503,15 @@ impl Controller {
             match answer {
                 Some(BorderResponse::Installed { .. }) => {}
                 Some(BorderResponse::Refused(e)) => {
-                    eprintln!("controller: {} refused rules {version}: {e}", peer.name)
+                    tracing::warn!("controller: {} refused rules {version}: {e}", peer.name)
                 }
-                _ => eprintln!(
+                _ => tracing::warn!(
                     "controller: {} did not take rules {version}; it keeps its last ones",
                     peer.name
                 ),
             }
         }
-        eprintln!(
+        tracing::info!(
             "controller: PARM at {t_s:.1} s: rules {version} installed (objective {:.3})",
             mapping.objective
         );
@@ -572,7 +574,7 @@ impl Controller {
                 parm_window = Window::new(s, n, l);
             }
             if let Err(e) = self.recorder.save(&config) {
-                eprintln!("controller: writing results: {e}");
+                tracing::warn!("controller: writing results: {e}");
             }
         }
     }
@@ -580,13 +582,11 @@ impl Controller {
 
 pub async fn run(
     config: ControllerConfig,
+    env: &NodeEnv,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), String> {
-    let node = crate::probe::node_name();
-    let identity = load_identity(Some(&node))?;
-    let out = std::env::var_os("CDNLAB_OUT_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let identity = load_identity(env)?;
+    let out = env.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let peers = |names: &[String]| {
         names
             .iter()
@@ -596,7 +596,7 @@ pub async fn run(
             })
             .collect()
     };
-    eprintln!(
+    tracing::info!(
         "controller: mode {:?}; SM every {:?}, PARM every {:?}, LDP every {:?}; sites {}; borders {}",
         config.mode,
         config.sm_period,

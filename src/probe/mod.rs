@@ -28,8 +28,8 @@ pub mod tcp;
 #[cfg(test)]
 mod loopback_tests;
 
-pub use client::{node_name, run_client, ClientSummary};
-pub use config::{parse_role_config, read_role_config, ClientRole, RoleConfig, ServerRole};
+pub use client::{run_client, ProbeSummary};
+pub use config::{parse_role_config, ClientRole, RoleConfig, ServerRole};
 pub use echo::wait_for_echo;
 pub use goodput::{measure_goodput, Direction, GoodputOptions, GoodputReport};
 pub use rtt::{measure_rtt, RttOptions, RttReport};
