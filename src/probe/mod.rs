@@ -26,7 +26,7 @@ pub mod target;
 pub mod tcp;
 
 #[cfg(test)]
-mod loopback_tests;
+mod tests;
 
 pub use client::{run_client, ProbeSummary};
 pub use config::{parse_role_config, ClientRole, RoleConfig, ServerRole};
