@@ -1,5 +1,12 @@
-//! `controller --config FILE`: an ICN telco CDN role (see `cdnlab::icn_roles`).
+//! `controller --config FILE`: the ICN telco CDN's controller: SM, LDP and PARM on their periods. See `cdnlab::icn_roles` (config keys in `icn_roles::controller`).
+
+use cdnlab::roles::{self, Kind, Role};
 
 fn main() -> std::process::ExitCode {
-    cdnlab::icn_roles::main("controller")
+    let role = Role {
+        name: "controller",
+        about: "The ICN telco CDN's controller: SM, LDP and PARM on their periods",
+        kind: Kind::Server,
+    };
+    roles::main(role, cdnlab::icn_roles::controller)
 }

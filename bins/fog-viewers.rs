@@ -1,5 +1,12 @@
-//! `fog-viewers --config FILE`: an F-FDN role (see `cdnlab::fog_roles`).
+//! `fog-viewers --config FILE [--out DIR]`: the viewers of an F-FDN region: sessions with deadlines; writes summary.json. See `cdnlab::fog_roles` (config keys in `fog_roles::config`).
+
+use cdnlab::roles::{self, Kind, Role};
 
 fn main() -> std::process::ExitCode {
-    cdnlab::fog_roles::main("fog-viewers")
+    let role = Role {
+        name: "fog-viewers",
+        about: "The viewers of an F-FDN region: sessions with deadlines; writes summary.json",
+        kind: Kind::Client,
+    };
+    roles::main(role, cdnlab::fog_roles::viewers)
 }

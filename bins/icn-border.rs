@@ -1,5 +1,12 @@
-//! `icn-border --config FILE`: an ICN telco CDN role (see `cdnlab::icn_roles`).
+//! `icn-border --config FILE`: an ICN border router: maps misses to CDN sites in the controller's proportions. See `cdnlab::icn_roles` (config keys in `icn_roles::border`).
+
+use cdnlab::roles::{self, Kind, Role};
 
 fn main() -> std::process::ExitCode {
-    cdnlab::icn_roles::main("icn-border")
+    let role = Role {
+        name: "icn-border",
+        about: "An ICN border router: maps misses to CDN sites in the controller's proportions",
+        kind: Kind::Server,
+    };
+    roles::main(role, cdnlab::icn_roles::border)
 }

@@ -1,5 +1,13 @@
-//! `icn-load --config FILE`: an ICN telco CDN role (see `cdnlab::icn_roles`).
+//! `icn-load --config FILE [--out DIR]`: a region's users of the ICN telco CDN, Poisson per application; writes summary.json. See `cdnlab::icn_roles` (config keys in `icn_roles::load`).
+
+use cdnlab::roles::{self, Kind, Role};
 
 fn main() -> std::process::ExitCode {
-    cdnlab::icn_roles::main("icn-load")
+    let role = Role {
+        name: "icn-load",
+        about:
+            "A region's users of the ICN telco CDN, Poisson per application; writes summary.json",
+        kind: Kind::Client,
+    };
+    roles::main(role, cdnlab::icn_roles::load)
 }

@@ -10,6 +10,7 @@ use cdnlab::probe::{
     self, Direction, GoodputOptions, RoleConfig, RttOptions, ServeOptions, StreamOptions,
     DEFAULT_PORT,
 };
+use cdnlab::roles::{self, summary::ClientSummary};
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
@@ -17,6 +18,7 @@ use serde::Serialize;
 #[command(
     name = "probe",
     about = "Measure a link: UDP echo RTT, TCP goodput, paced-stream loss and delay variation",
+    version,
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -170,30 +172,33 @@ fn run_command(command: Command) -> Result<(), String> {
 
 /// Runs a node's role; a client's failure still writes its summary, then exits non-zero.
 fn run_role(config: PathBuf, out: Option<PathBuf>) -> Result<(), String> {
-    match probe::read_role_config(&config)? {
+    let table = roles::config::read_table(&config)?;
+    let role =
+        probe::parse_role_config(&table).map_err(|e| format!("{}: {e}", config.display()))?;
+    match role {
         RoleConfig::Server(role) => run_command(Command::Serve {
             port: role.port,
             bind: IpAddr::from([0, 0, 0, 0]),
             duration: role.duration.unwrap_or(Duration::ZERO),
         }),
         RoleConfig::Client(role) => {
-            let out = out
-                .or_else(|| std::env::var_os("CDNLAB_OUT_DIR").map(PathBuf::from))
-                .ok_or("a client needs --out DIR or $CDNLAB_OUT_DIR for its summary.json")?;
-            let summary = probe::run_client(&role, probe::node_name());
-            cdnlab::run::summary::write_client_summary(&out, &summary)
-                .map_err(|e| e.to_string())?;
-            print_json(&summary)?;
-            match summary.error {
-                Some(error) if summary.failed => Err(error),
-                _ => Ok(()),
-            }
+            let env = roles::env::NodeEnv::read();
+            let out = out.or(env.out_dir.clone()).ok_or_else(|| {
+                format!(
+                    "a client needs --out DIR or ${} for its summary.json",
+                    roles::env::OUT_DIR
+                )
+            })?;
+            let node = env.node_name();
+            let summary = ClientSummary::of(&node, &probe::run_client(&role, node.clone()));
+            roles::summary::finish(&out, &node, summary)
         }
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    roles::logs::init();
     let result = match (cli.command, cli.config) {
         (Some(command), _) => run_command(command),
         (None, Some(config)) => run_role(config, cli.out),

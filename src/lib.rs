@@ -1,9 +1,12 @@
 //! cdnlab: an emulation testbed for content delivery research.
 //!
-//! - The algorithms (`cdn`, `has`, `icn`, `fog`, `lru`, `pricing`) are the sans-IO core crate's,
-//!   `cdnlab_core`, re-exported here; `pricing` adds the files and figures of its reproduction.
-//! - The roles run them as processes over sockets and clocks: `cdn_roles`, `has_client`,
-//!   `icn_roles`, `fog_roles`, with `roles`, `role_config` and the `control` plane they share.
+//! - The algorithms (`cdn`, `has`, `icn`, `fog`, `lru`, `stats`, `pricing`) are the sans-IO core
+//!   crate's, `cdnlab_core`, re-exported here; `pricing` adds the files and figures of its
+//!   reproduction.
+//! - The role runtime, `roles` (one `main`, environment, config, HTTP, control-plane identity,
+//!   links, client summaries, logs), and the `control` plane it uses.
+//! - The scenario families, side by side on the runtime, none importing another: `cdn_roles`
+//!   and `has_client` (interconnected CDNs), `icn_roles` (ICN telco CDN), `fog_roles` (F-FDN).
 //! - The lab: `topology` reads scenario files; `lab` builds them out of network namespaces, veth
 //!   links and processes (`container`: the same as docker containers); `probe` measures links.
 //! - The tools: `cli` is the `cdnlab` command; `run` plays a scenario's timeline, `sweep` runs
@@ -12,7 +15,7 @@
 
 // The algorithms live in the core crate so the compiler keeps I/O out of them; re-exported so
 // `crate::cdn::…` and the like name them as before.
-pub use cdnlab_core::{cdn, fog, has, icn, lru};
+pub use cdnlab_core::{cdn, fog, has, icn, lru, stats};
 
 pub mod bench;
 pub mod cdn_roles;
@@ -28,7 +31,6 @@ pub mod pricing;
 pub mod probe;
 #[cfg(test)]
 mod props;
-pub mod role_config;
 pub mod roles;
 pub mod run;
 pub mod sweep;

@@ -12,6 +12,7 @@
 //!   request mapping (papers/000).
 //! - `fog`: federated fog delivery networks (papers/003).
 //! - `lru`: the LRU caches the others share.
+//! - `stats`: percentiles, means and spreads of measured samples.
 
 pub mod cdn;
 pub mod fog;
@@ -19,5 +20,6 @@ pub mod has;
 pub mod icn;
 pub mod lru;
 pub mod pricing;
+pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

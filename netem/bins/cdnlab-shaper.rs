@@ -34,6 +34,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    netem::logs::init();
     let path = match config_path() {
         Ok(path) => path,
         Err(e) if e.is_empty() => {
@@ -63,7 +64,7 @@ fn main() -> ExitCode {
         eprintln!("cdnlab-shaper: {e}");
         return ExitCode::FAILURE;
     }
-    eprintln!("{}", daemon.describe());
+    tracing::info!("{}", daemon.describe());
     match daemon.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

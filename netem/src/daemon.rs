@@ -140,7 +140,7 @@ impl Daemon {
         // First, so the kernel has switched the stamps on by the time traffic flows.
         let receive_timestamps = enable_receive_timestamps()
             .map_err(|e| {
-                eprintln!(
+                tracing::warn!(
                     "cdnlab-shaper: cannot enable the kernel's receive timestamps ({e}); \
                      packets are timed when read, up to a wake-up late"
                 )
@@ -260,11 +260,11 @@ impl Daemon {
     /// and removes the control socket.
     pub fn run(mut self) -> io::Result<()> {
         if let Err(e) = set_timer_slack_ns(1) {
-            eprintln!("cdnlab-shaper: cannot set the timer slack to 1 ns: {e}");
+            tracing::warn!("cdnlab-shaper: cannot set the timer slack to 1 ns: {e}");
         }
         if self.fifo_priority > 0 {
             if let Err(e) = set_fifo_priority(self.fifo_priority) {
-                eprintln!(
+                tracing::warn!(
                     "cdnlab-shaper: cannot run at SCHED_FIFO priority {} ({e}); delays will \
                      stretch when the lab's processes keep the CPUs busy",
                     self.fifo_priority
@@ -296,7 +296,7 @@ impl Daemon {
                 .socket
                 .unbind_queue(queue.queue_num)
             {
-                eprintln!("cdnlab-shaper: queue `{}`: {e}", queue.id);
+                tracing::warn!("cdnlab-shaper: queue `{}`: {e}", queue.id);
             }
         }
         Ok(())
@@ -318,7 +318,7 @@ impl Daemon {
                 if summary.overrun {
                     self.status.overruns += 1;
                     if self.status.overruns.is_power_of_two() {
-                        eprintln!(
+                        tracing::warn!(
                             "cdnlab-shaper: ENOBUFS on {}: packets were lost before reaching the \
                              shaper ({} times so far)",
                             self.netns_name(index),
@@ -329,7 +329,7 @@ impl Daemon {
                 if let Some(error) = &summary.last_malformed {
                     self.status.malformed += u64::from(summary.malformed);
                     self.status.malformed_dropped += u64::from(summary.malformed_dropped);
-                    eprintln!(
+                    tracing::warn!(
                         "cdnlab-shaper: skipped {} malformed message(s) on {} and dropped {} \
                          packet(s) they named; the last: {error}",
                         summary.malformed,
@@ -339,7 +339,7 @@ impl Daemon {
                 }
                 if summary.request_errors > 0 {
                     self.status.verdict_errors += u64::from(summary.request_errors);
-                    eprintln!(
+                    tracing::warn!(
                         "cdnlab-shaper: the kernel refused {} verdict(s) on {}: {}",
                         summary.request_errors,
                         self.netns_name(index),
@@ -408,7 +408,7 @@ impl Daemon {
             .socket
             .push_verdict(queue_num, id, verdict)
         {
-            eprintln!(
+            tracing::warn!(
                 "cdnlab-shaper: sending verdicts on {}: {e}",
                 self.netns_name(socket)
             );
@@ -436,7 +436,7 @@ impl Daemon {
         for i in 0..self.sockets.len() {
             if self.sockets[i].socket.has_pending() {
                 if let Err(e) = self.sockets[i].socket.flush() {
-                    eprintln!(
+                    tracing::warn!(
                         "cdnlab-shaper: sending verdicts on {}: {e}",
                         self.netns_name(i)
                     );
@@ -478,12 +478,12 @@ impl Daemon {
                 Ok((stream, _)) => stream,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {
-                    eprintln!("cdnlab-shaper: accepting a control connection: {e}");
+                    tracing::warn!("cdnlab-shaper: accepting a control connection: {e}");
                     return;
                 }
             };
             if let Err(e) = stream.set_nonblocking(true) {
-                eprintln!("cdnlab-shaper: control connection: {e}");
+                tracing::warn!("cdnlab-shaper: control connection: {e}");
                 continue;
             }
             let slot = match self.connections.iter().position(Option::is_none) {
@@ -497,7 +497,7 @@ impl Daemon {
                 .epoll
                 .add(stream.as_raw_fd(), TOKEN_CONNECTION | slot as u64)
             {
-                eprintln!("cdnlab-shaper: control connection: {e}");
+                tracing::warn!("cdnlab-shaper: control connection: {e}");
                 continue;
             }
             self.connections[slot] = Some(Connection {

@@ -63,6 +63,16 @@ pub struct QueueSpec {
 }
 
 impl DaemonConfig {
+    /// A configuration with these queues and the default release window and priority.
+    pub fn new(control_socket: PathBuf, queues: Vec<QueueSpec>) -> DaemonConfig {
+        DaemonConfig {
+            control_socket,
+            queues,
+            release_window_ns: DEFAULT_RELEASE_WINDOW_NS,
+            fifo_priority: DEFAULT_FIFO_PRIORITY,
+        }
+    }
+
     /// Parses and checks a configuration; the error names the problem.
     pub fn parse(text: &str) -> Result<DaemonConfig, String> {
         let config: DaemonConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;

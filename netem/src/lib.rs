@@ -12,6 +12,7 @@ mod daemon_sys;
 pub mod distribution;
 pub mod kernel;
 mod kernel_probe;
+pub mod logs;
 pub mod nfqueue;
 pub mod params;
 pub mod shaper;

@@ -25,11 +25,11 @@ use super::http::{
     find_program, free_ports, start_role, ticks_per_second, Pinning, Server, WorkDir, WRK_CPU,
 };
 use super::{progress, BenchOptions, Report, Verdict};
-use crate::cdn_roles::http::error;
-use crate::cdn_roles::run::{spawn_http, Running};
-use crate::cdn_roles::{Body, ServeOptions};
 use crate::lab::{interrupt, sys, Error, Result};
 use crate::probe::Summary;
+use crate::roles::http::semantics::error;
+use crate::roles::http::{spawn_http, Running};
+use crate::roles::http::{Body, ServeOptions};
 use crate::table::{num, Table};
 
 /// Concurrent clients, each with its own keep-alive connection.

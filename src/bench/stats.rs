@@ -101,7 +101,7 @@ pub fn bdp_packets(rate_bps: u64, rtt_ns: u64) -> f64 {
 pub fn median(values: &[f64]) -> Option<f64> {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    crate::probe::percentile(&sorted, 50.0)
+    crate::stats::percentile(&sorted, 50.0)
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@
 //! Times are tc units; a number may be given as a string (`segments = "${chunks}"`). An unknown
 //! key is an error that names it, so a typo never silently falls back to a default.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use netem::units::parse_rate_bps;
@@ -50,12 +50,11 @@ use crate::cdn::{
     paper_video, quality_for_bitrate, Assign, BaseUrl, Container, Offload, Quality, Video,
     VideoSpec, DEFAULT_VNODES, PAPER_BITRATES, PAPER_SEGMENT_S,
 };
-use crate::role_config::Keys;
+use crate::roles::config::Keys;
+use crate::roles::control::DEFAULT_CONTROL_PORT;
 
 /// HTTP port when none is configured.
 pub const DEFAULT_HTTP_PORT: u16 = 80;
-/// Control-plane (QUIC) port when none is configured.
-pub const DEFAULT_CONTROL_PORT: u16 = 4433;
 /// How long the routers keep trying to reach their peers at start.
 pub const DEFAULT_EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a dCS waits for the origin's answer to one fetch.
@@ -150,13 +149,6 @@ pub struct Peer {
     pub control: String,
     /// The node name its certificate must carry.
     pub node: String,
-}
-
-/// Reads a config file into a table; errors name the file.
-pub fn read_table(path: &Path) -> Result<Table, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    text.parse().map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The origin `http://NODE` (or `http://NODE:PORT` off port 80) a server is reached at.

@@ -27,9 +27,7 @@ use hyper::header::HeaderMap;
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::sync::watch;
 
-use super::body::Body;
 use super::exchange::Assignment;
-use super::http::{self, refuse_method, respond, target, Entity};
 use super::origin::{FetchError, OriginCache};
 use super::segment_cache::SegmentCache;
 use crate::cdn::hashing::hash64;
@@ -37,6 +35,8 @@ use crate::cdn::{
     parse_path, place, render, Assign, BaseUrl, ChunkLocations, Container, Item, Kind, Offload,
     PathError, Payload, Popularity, Request as CdnRequest, Routers, Video,
 };
+use crate::roles::http::body::Body;
+use crate::roles::http::semantics::{self as http, refuse_method, respond, target, Entity};
 
 /// Synthetic init segments (fMP4 videos without real media) are this many bytes.
 pub const SYNTHETIC_INIT_SIZE: u64 = 1024;
@@ -368,7 +368,7 @@ async fn serve_file(
             )
         }
         Err(e) => {
-            eprintln!("reading {}: {e}", file_path.display());
+            tracing::warn!("reading {}: {e}", file_path.display());
             return http::error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format_args!("the media file for {path} cannot be read"),
@@ -413,7 +413,7 @@ async fn serve_from_origin(
         }
         Err(FetchError::NotFound(message)) => http::error(StatusCode::NOT_FOUND, message),
         Err(FetchError::Failed(message)) => {
-            eprintln!("dcs: from origin {}: {message}", origin.origin());
+            tracing::info!("dcs: from origin {}: {message}", origin.origin());
             http::error(StatusCode::BAD_GATEWAY, message)
         }
     }

@@ -204,11 +204,11 @@ impl DrrControl {
             }
         }
         if !failures.is_empty() {
-            eprintln!("drr: could not assign chunks: {}", failures.join("; "));
+            tracing::warn!("drr: could not assign chunks: {}", failures.join("; "));
             return DrrResponse::Failed(failures.join("; "));
         }
         held.sort();
-        eprintln!("drr: locations ready; chunks per dCS: {}", held.join(", "));
+        tracing::info!("drr: locations ready; chunks per dCS: {}", held.join(", "));
         self.published.send_replace(Some(table.clone()));
         DrrResponse::Locations((*table).clone())
     }
@@ -244,7 +244,7 @@ impl DcsControl {
             ));
         }
         let chunks = assignment.chunks();
-        eprintln!(
+        tracing::info!(
             "dcs: assigned {chunks} chunks as downstream server {} ({})",
             assignment.server,
             assignment.locations.downstream_servers()[assignment.server as usize]

@@ -14,29 +14,24 @@
 //!   what it holds, answers the uRR with the locations, and 302s clients to the right dCS.
 //!
 //! The chunk-location exchange (`exchange`) is CDNI-style and rides `crate::control` (QUIC,
-//! mutual TLS with the lab's certificates). HTTP (`http`, `body`, `server`) is hyper with
-//! HTTP/1.1 and h2c on one port, keep-alive, HEAD, single Range, strong ETags.
+//! mutual TLS with the lab's certificates). HTTP is the role runtime's (`crate::roles::http`):
+//! hyper with HTTP/1.1 and h2c on one port, keep-alive, HEAD, single Range, strong ETags.
 
-pub mod body;
 pub mod config;
 pub mod content_server;
 pub mod exchange;
 pub mod exchange_io;
-pub mod http;
 mod origin;
 pub mod request_router;
 pub mod run;
 pub mod segment_cache;
-pub mod server;
 
 #[cfg(test)]
 mod tests;
 
-pub use body::Body;
 pub use config::{DcsConfig, DrrConfig, Peer, UcsConfig, UrrConfig};
 pub use content_server::{ContentServer, Source};
 pub use exchange::{
     Assignment, DcsRequest, DcsResponse, DrrRequest, DrrResponse, OffloadRequest, OffloadedVideo,
 };
 pub use request_router::{DownstreamRouter, UpstreamRouter};
-pub use server::{serve_http, shutdown_signal, ServeOptions};

@@ -9,10 +9,10 @@ use hyper::header::HeaderMap;
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::sync::watch;
 
-use super::body::Body;
 use super::content_server::{path_error, serve_manifest};
-use super::http::{self, refuse_method, target};
 use crate::cdn::{route_drr, route_urr, BaseUrl, ChunkLocations, Decision, Routers};
+use crate::roles::http::body::Body;
+use crate::roles::http::semantics::{self as http, refuse_method, target};
 
 /// The uRR, once the locations are known (it does not listen before).
 pub struct UpstreamRouter {

@@ -1,102 +1,27 @@
-//! Wiring each role to its sockets: what `bins/{ucs,dcs,urr,drr}.rs` run, and what the loopback
-//! tests start with `127.0.0.1` addresses.
+//! Wiring each role to its sockets: what `bins/{ucs,dcs,urr,drr}.rs` run (`ucs`, `dcs`, `urr`,
+//! `drr`), and what the loopback tests start with `127.0.0.1` addresses (`start_*`).
 //!
 //! Readiness is the HTTP port: every role listens only once it can answer, and the uRR only
 //! after the chunk-location exchange, so a topology's `ready = { tcp = PORT }` on the uRR means
 //! routing is ready. (The dRR and dCS listen at once: the dRR answers 503 and a dCS 503 or from
 //! the origin until their locations arrive, which the uRR's readiness implies.)
 
-use std::future::Future;
-use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Parser;
-use tokio::net::TcpListener;
-use tokio::sync::{oneshot, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::watch;
 
-use super::config::{read_table, DcsConfig, DrrConfig, UcsConfig, UrrConfig};
+use super::config::{DcsConfig, DrrConfig, UcsConfig, UrrConfig};
 use super::content_server::{ContentServer, Source};
 use super::exchange::{build_locations, offload_request};
 use super::exchange_io::{offer, DcsControl, DrrControl};
 use super::request_router::{DownstreamRouter, UpstreamRouter};
-use super::server::{serve_http, shutdown_signal, ServeOptions};
 use crate::cdn::{Assign, Video};
-use crate::control::{self, Identity, ServerHandle};
-
-/// A role server running in the background.
-pub struct Running {
-    /// Where HTTP listens (the real port when bound to port 0).
-    pub http: SocketAddr,
-    /// Where the control service listens, for the dRR and dCS.
-    pub control: Option<SocketAddr>,
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<io::Result<()>>,
-}
-
-impl Running {
-    /// Stops accepting, drains in-flight requests (bounded), closes the control service.
-    pub async fn stop(self) -> Result<(), String> {
-        let _ = self.stop.send(());
-        join(self.task).await
-    }
-
-    /// Runs until `shutdown` resolves (then stops gracefully) or the server fails.
-    pub async fn run_until(mut self, shutdown: impl Future<Output = ()>) -> Result<(), String> {
-        tokio::select! {
-            () = shutdown => self.stop().await,
-            finished = &mut self.task => join_result(finished),
-        }
-    }
-}
-
-async fn join(task: JoinHandle<io::Result<()>>) -> Result<(), String> {
-    join_result(task.await)
-}
-
-fn join_result(result: Result<io::Result<()>, tokio::task::JoinError>) -> Result<(), String> {
-    match result {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("HTTP server: {e}")),
-        Err(e) => Err(format!("HTTP server task: {e}")),
-    }
-}
-
-/// Listens on `http` and serves `handler` in a task; `control` (if any) lives as long.
-pub(crate) async fn spawn_http<H, Fut>(
-    http: SocketAddr,
-    handler: H,
-    options: ServeOptions,
-    control: Option<ServerHandle>,
-) -> Result<Running, String>
-where
-    H: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = hyper::Response<super::Body>> + Send + 'static,
-{
-    let listener = TcpListener::bind(http)
-        .await
-        .map_err(|e| format!("listening for HTTP on {http}: {e}"))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
-    let control_addr = control.as_ref().map(ServerHandle::local_addr);
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let result = serve_http(listener, handler, options, async {
-            let _ = stopped.await;
-        })
-        .await;
-        drop(control);
-        result
-    });
-    Ok(Running {
-        http: local,
-        control: control_addr,
-        stop,
-        task,
-    })
-}
+use crate::control::{self, Identity};
+use crate::roles::control::load_identity;
+use crate::roles::http::{serve_until_stopped, spawn_http, Running, ServeOptions};
+use crate::roles::Start;
 
 /// The uCS: the origin, all chunks and manifests.
 pub async fn start_ucs(config: &UcsConfig, http: SocketAddr) -> Result<Running, String> {
@@ -114,7 +39,7 @@ pub async fn start_ucs(config: &UcsConfig, http: SocketAddr) -> Result<Running, 
         access_log: config.access_log,
     };
     let running = spawn_http(http, handler, options, None).await?;
-    eprintln!(
+    tracing::info!(
         "ucs: serving {} from {} at {} on {}",
         describe_videos(&config.videos),
         describe_source(&config.media_dir),
@@ -159,7 +84,7 @@ pub async fn start_dcs(
         access_log: config.access_log,
     };
     let running = spawn_http(http, handler, options, Some(control)).await?;
-    eprintln!(
+    tracing::info!(
         "dcs: serving assigned chunks ({}) on {}; control on {} for node {}; fetch from origin: {}",
         describe_source(&config.media_dir),
         running.http,
@@ -212,7 +137,7 @@ pub async fn start_drr(
         .iter()
         .map(|p| format!("{} ({})", p.url, p.control))
         .collect();
-    eprintln!(
+    tracing::info!(
         "drr: HTTP on {}, control on {} for node {}; dCS: {}; assign {}",
         running.http,
         control_bind_addr(&running),
@@ -234,7 +159,7 @@ pub async fn start_urr(
     let request = offload_request(config)?;
     let offloaded: usize = request.videos.iter().map(|v| v.placement.count()).sum();
     let total: usize = request.videos.iter().map(|v| v.video.segments()).sum();
-    eprintln!(
+    tracing::info!(
         "urr: {}; offload {}: {offloaded} of {total} chunk indices downstream; upstream {} by {}",
         describe_videos(&config.videos),
         config.offload,
@@ -250,9 +175,10 @@ pub async fn start_urr(
         Some(drr) => {
             let identity = identity
                 .ok_or("the chunk-location exchange with the dRR needs this node's certificate")?;
-            eprintln!(
+            tracing::info!(
                 "urr: offering the placement to {} at {}",
-                drr.node, drr.control
+                drr.node,
+                drr.control
             );
             let deadline = tokio::time::Instant::now() + config.exchange_timeout;
             let table = offer(&request, drr, &identity, deadline)
@@ -275,7 +201,7 @@ pub async fn start_urr(
         access_log: config.access_log,
     };
     let running = spawn_http(http, handler, options, None).await?;
-    eprintln!("urr: routing at {} on {}", config.url, running.http);
+    tracing::info!("urr: routing at {} on {}", config.url, running.http);
     Ok(running)
 }
 
@@ -317,107 +243,49 @@ fn describe_assign(assign: &Assign) -> String {
     }
 }
 
-/// `ROLE --config FILE`.
-#[derive(Parser)]
-struct Args {
-    /// The node's config table as TOML (what `cdnlab up` writes).
-    #[arg(long, value_name = "FILE")]
-    config: PathBuf,
+/// Every interface, port `port`.
+fn any(port: u16) -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], port))
 }
 
-/// The four role binaries' `main`: parses `--config`, runs the role until SIGTERM or SIGINT.
-pub fn main(role: &'static str) -> ExitCode {
-    crate::roles::init_logs();
-    let args = Args::parse();
-    let result = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the runtime: {e}"))
-        .and_then(|runtime| runtime.block_on(run(role, args.config)));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{role}: {e}");
-            ExitCode::FAILURE
-        }
-    }
+/// The node name a role's default URL uses: `$CDNLAB_NODE`, else `localhost`.
+fn url_node(start: &Start) -> &str {
+    start.env.node.as_deref().unwrap_or("localhost")
 }
 
-async fn run(role: &'static str, config: PathBuf) -> Result<(), String> {
-    let table = read_table(&config)?;
-    let in_file = |e: String| format!("{}: {e}", config.display());
-    let node = std::env::var("CDNLAB_NODE").ok();
-    let node_or_localhost = node.as_deref().unwrap_or("localhost");
-    let shutdown = shutdown_signal()
-        .await
-        .map_err(|e| format!("installing signal handlers: {e}"))?;
-    let mut shutdown = std::pin::pin!(shutdown);
-    let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
-    let starting = async {
-        match role {
-            "ucs" => {
-                let config = UcsConfig::parse(&table, node_or_localhost).map_err(in_file)?;
-                start_ucs(&config, any(config.port)).await
-            }
-            "dcs" => {
-                let config = DcsConfig::parse(&table).map_err(in_file)?;
-                let identity = load_identity(node.as_deref())?;
-                start_dcs(
-                    &config,
-                    identity,
-                    any(config.port),
-                    any(config.control_port),
-                )
-                .await
-            }
-            "drr" => {
-                let config = DrrConfig::parse(&table).map_err(in_file)?;
-                let identity = load_identity(node.as_deref())?;
-                start_drr(
-                    &config,
-                    identity,
-                    any(config.port),
-                    any(config.control_port),
-                )
-                .await
-            }
-            "urr" => {
-                let config = UrrConfig::parse(&table, node_or_localhost).map_err(in_file)?;
-                let identity = match &config.drr {
-                    Some(_) => Some(load_identity(node.as_deref())?),
-                    None => None,
-                };
-                start_urr(&config, identity, any(config.port)).await
-            }
-            other => Err(format!("unknown role {other:?}")),
-        }
-    };
-    let running = tokio::select! {
-        running = starting => running?,
-        () = &mut shutdown => return Ok(()),
-    };
-    running.run_until(shutdown).await
+/// `ucs --config FILE`: serves until stopped.
+pub async fn ucs(start: Start) -> Result<(), String> {
+    let config = start.parse(|table| UcsConfig::parse(table, url_node(&start)))?;
+    serve_until_stopped(start.shutdown, start_ucs(&config, any(config.port))).await
 }
 
-/// This node's control-plane identity: `$CDNLAB_NODE`'s certificate from `$CDNLAB_CERTS` (or
-/// the lab's state directory named by `$CDNLAB_LAB`).
-pub(crate) fn load_identity(node: Option<&str>) -> Result<Arc<Identity>, String> {
-    let node = node.ok_or(
-        "CDNLAB_NODE is not set: the control plane needs this node's name (run under `cdnlab up`)",
-    )?;
-    let dir = match std::env::var_os("CDNLAB_CERTS") {
-        Some(dir) => PathBuf::from(dir),
-        None => match std::env::var("CDNLAB_LAB") {
-            Ok(lab) => crate::lab::state::lab_dir(&lab)
-                .map_err(|e| format!("CDNLAB_LAB: {e}"))?
-                .join("certs"),
-            Err(_) => return Err(
-                "neither CDNLAB_CERTS nor CDNLAB_LAB is set: cannot find the lab's certificates"
-                    .into(),
-            ),
-        },
+/// `dcs --config FILE`: serves until stopped.
+pub async fn dcs(start: Start) -> Result<(), String> {
+    let config = start.parse(DcsConfig::parse)?;
+    let identity = load_identity(&start.env)?;
+    let (http, control) = (any(config.port), any(config.control_port));
+    serve_until_stopped(start.shutdown, start_dcs(&config, identity, http, control)).await
+}
+
+/// `drr --config FILE`: serves until stopped.
+pub async fn drr(start: Start) -> Result<(), String> {
+    let config = start.parse(DrrConfig::parse)?;
+    let identity = load_identity(&start.env)?;
+    let (http, control) = (any(config.port), any(config.control_port));
+    serve_until_stopped(start.shutdown, start_drr(&config, identity, http, control)).await
+}
+
+/// `urr --config FILE`: the chunk-location exchange (if it has a dRR), then serves until
+/// stopped.
+pub async fn urr(start: Start) -> Result<(), String> {
+    let config = start.parse(|table| UrrConfig::parse(table, url_node(&start)))?;
+    let identity = match &config.drr {
+        Some(_) => Some(load_identity(&start.env)?),
+        None => None,
     };
-    Identity::load(&dir, node)
-        .map(Arc::new)
-        .map_err(|e| format!("loading the control-plane identity of node {node}: {e}"))
+    serve_until_stopped(
+        start.shutdown,
+        start_urr(&config, identity, any(config.port)),
+    )
+    .await
 }

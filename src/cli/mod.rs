@@ -451,12 +451,7 @@ fn run(args: TopologyArgs, out: Option<PathBuf>, timeout: &str) -> Result<(), Fa
     )?;
     print!("{}", crate::run::summary::table(&summary));
     println!("results: {}", out.display());
-    let failed = summary["clients"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["failed"] == true)
-        .count();
+    let failed = summary.clients.iter().filter(|c| c.failed).count();
     if failed > 0 {
         return Err(Failure {
             message: format!("{failed} client(s) failed"),

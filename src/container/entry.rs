@@ -65,7 +65,7 @@ pub fn run(options: &RunOptions) -> Result<i32> {
     state.save()?;
     let mut shaper = links::install(&state, options.seed, stderr_file()?)?;
     for net in &state.nets {
-        eprintln!(
+        tracing::info!(
             "cdnlab container: {} on {}: {} ({} backend)",
             net.name,
             net.ifname,
@@ -102,7 +102,7 @@ fn supervise(
 ) -> Result<i32> {
     wait_ready(options, program)?;
     std::fs::write(state_dir().join("ready"), b"")?;
-    eprintln!("cdnlab container: ready");
+    tracing::info!("cdnlab container: ready");
     loop {
         if let Some(child) = program.as_mut() {
             if let Some(status) = child.try_wait()? {

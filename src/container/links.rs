@@ -11,7 +11,7 @@ use crate::lab::links::{apply_netem, choose_backend_with, ingress_queue_rule, up
 use crate::lab::shaper;
 use crate::lab::sys::{self, Error, Result};
 use crate::lab::Backend;
-use netem::daemon::{Request, Response};
+use netem::daemon::{DaemonConfig, QueueSpec, Request, Response};
 use netem::{Impairments, ImpairmentsChange};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -125,22 +125,18 @@ pub fn install(state: &ContainerState, seed: u64, output: std::fs::File) -> Resu
             Ok(None)
         }
         Backend::Userspace => {
-            let queues: Vec<serde_json::Value> = state
+            let queues = state
                 .nets
                 .iter()
-                .map(|net| {
-                    serde_json::json!({
-                        "id": net.name,
-                        "queue_num": net.queue_num,
-                        "impairments": net.impairments,
-                        "seed": seed.wrapping_add(u64::from(net.queue_num)),
-                    })
+                .map(|net| QueueSpec {
+                    id: net.name.clone(),
+                    netns: None,
+                    queue_num: net.queue_num,
+                    impairments: net.impairments.clone(),
+                    seed: seed.wrapping_add(u64::from(net.queue_num)),
                 })
                 .collect();
-            let config = serde_json::json!({
-                "control_socket": shaper_socket(),
-                "queues": queues,
-            });
+            let config = DaemonConfig::new(shaper_socket(), queues);
             let child = shaper::spawn(
                 &config,
                 &state_dir().join("shaper.json"),

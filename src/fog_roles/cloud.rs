@@ -13,12 +13,13 @@ use super::messages::{
     CloudRequest, CloudResponse, FdnEntry, FdnRequest, FdnResponse, Metadata, SegmentId,
 };
 use super::segment_payload;
-use crate::cdn_roles::http::{self, error};
-use crate::cdn_roles::run::{spawn_http, Running};
-use crate::cdn_roles::{Body, ServeOptions};
 use crate::control::{self, Callers, Client, Identity, PeerName};
 use crate::fog::catalog::Catalog;
 use crate::fog::monitor::{Change, Monitor};
+use crate::roles::control::connect;
+use crate::roles::http::semantics::{self as http, error};
+use crate::roles::http::{spawn_http, Running};
+use crate::roles::http::{Body, ServeOptions};
 use hyper::{Request, Response, StatusCode};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -204,29 +205,17 @@ async fn monitor_fdn(cloud: Arc<Cloud>, config: CloudConfig, identity: Arc<Ident
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
         match change {
-            Change::WentDown => eprintln!(
+            Change::WentDown => tracing::warn!(
                 "cloud: fog monitor: {name} is down ({} heartbeats missed; time_unix_s {at:.3}); its segments leave the metadata",
                 monitor.fdns[i].missed
             ),
-            Change::Joined => eprintln!("cloud: fog monitor: {name} is up (time_unix_s {at:.3})"),
+            Change::Joined => tracing::info!("cloud: fog monitor: {name} is up (time_unix_s {at:.3})"),
             Change::CameBack => {
-                eprintln!("cloud: fog monitor: {name} is up again (time_unix_s {at:.3})")
+                tracing::info!("cloud: fog monitor: {name} is up again (time_unix_s {at:.3})")
             }
             Change::None => {}
         }
     }
-}
-
-/// A control-plane client to `addr` (`NAME:PORT`, resolved now), verifying it is node `name`.
-pub async fn connect(addr: &str, name: &str, identity: &Identity) -> Result<Client, String> {
-    let resolved = tokio::net::lookup_host(addr)
-        .await
-        .map_err(|e| format!("resolving {addr}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{addr} resolves to no address"))?;
-    Client::connect(resolved, name, identity)
-        .await
-        .map_err(|e| e.to_string())
 }
 
 /// The metadata manager's control service, for the configured FDNs only.
@@ -271,7 +260,7 @@ pub async fn start(
         access_log: false,
     };
     let running = spawn_http(http, handler, options, Some(control)).await?;
-    eprintln!(
+    tracing::info!(
         "cloud: {} videos; FDNs {}; heartbeat every {:?} (answer within {:?}), down after {} missed; HTTP on {}",
         config.catalog.videos,
         config.fdns.join(", "),

@@ -3,7 +3,8 @@
 
 use crate::fog::catalog::CatalogSpec;
 use crate::fog::estimator::Method;
-use crate::role_config::Keys;
+use crate::roles::config::Keys;
+use crate::roles::control::DEFAULT_CONTROL_PORT;
 use std::time::Duration;
 use toml::Table;
 
@@ -164,7 +165,7 @@ pub fn cloud(table: &Table) -> Result<CloudConfig, String> {
         catalog: catalog(&keys, seed(&keys)?)?,
         fdns,
         port: keys.port("port", 80)?,
-        control_port: keys.port("control_port", 4433)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
         heartbeat: keys
             .duration("heartbeat")?
             .unwrap_or(Duration::from_millis(500)),
@@ -232,7 +233,7 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
         workers: keys.count("workers")?.unwrap_or(3).max(1),
         seed,
         port: keys.port("port", 80)?,
-        control_port: keys.port("control_port", 4433)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
         probes: keys.count("probes")?.unwrap_or(3),
         metadata_interval: keys
             .duration("metadata_interval")?

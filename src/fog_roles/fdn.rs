@@ -24,13 +24,9 @@
 //! `GET /segment/SESSION/INDEX` a segment once here (header `x-source`); `GET /cache/VIDEO/INDEX`
 //! a pre-processed segment for a neighbour (404 if not held); `GET /probe?bytes=N`.
 
-use super::cloud::connect;
 use super::config::FdnConfig;
 use super::messages::{CloudRequest, CloudResponse, FdnRequest, FdnResponse, Metadata};
 use super::segment_payload;
-use crate::cdn_roles::http::{self, error};
-use crate::cdn_roles::run::{spawn_http, Running};
-use crate::cdn_roles::{Body, ServeOptions};
 use crate::control::{self, Callers, Client, Identity};
 use crate::fog::catalog::{cdn_caches_video, fdn_caches, Catalog};
 use crate::fog::estimator::{decide, Backlog, Method, SegmentOptions, Source};
@@ -38,6 +34,10 @@ use crate::fog::inputs::{cloud_transfer, deadline_s, neighbor_transfers, Neighbo
 use crate::fog::normal::Normal;
 use crate::fog::sessions::{Full, Sessions};
 use crate::fog::stats::{PathModel, RunningStats};
+use crate::roles::control::connect;
+use crate::roles::http::semantics::{self as http, error};
+use crate::roles::http::{spawn_http, Running};
+use crate::roles::http::{Body, ServeOptions};
 use hyper::{Request, Response, StatusCode};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -283,7 +283,7 @@ impl Fdn {
             match self.transfer(&url, &name, bytes).await {
                 Ok(()) => return session.finish(index, Slot::Ready),
                 Err(e) => {
-                    eprintln!(
+                    tracing::warn!(
                         "fdn: {name} failed segment {video}/{index} ({e}); from the cloud instead"
                     );
                     session.set_source(index, &format!("cloud-after:{name}"));
@@ -456,7 +456,7 @@ async fn expire_sessions(fdn: Arc<Fdn>) {
         ticker.tick().await;
         let expired = lock(&fdn.sessions).expire(Instant::now());
         if !expired.is_empty() {
-            eprintln!("fdn: dropped {} idle sessions", expired.len());
+            tracing::warn!("fdn: dropped {} idle sessions", expired.len());
         }
         expired.iter().for_each(|s| s.cancel());
     }
@@ -532,7 +532,7 @@ async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>) {
             };
             match c.call::<_, CloudResponse>(&request).await {
                 Ok(CloudResponse::Registered) => registered = true,
-                Ok(other) => eprintln!("fdn: the cloud refused the registration: {other:?}"),
+                Ok(other) => tracing::warn!("fdn: the cloud refused the registration: {other:?}"),
                 Err(e) => {
                     // A refusal (this node is not among the cloud's FDNs) is a misconfiguration
                     // worth a line in the log each time; a lost connection is not.
@@ -648,7 +648,7 @@ pub async fn start(
         access_log: false,
     };
     let running = spawn_http(http, handler, options, Some(control)).await?;
-    eprintln!(
+    tracing::info!(
         "fdn: index {} method {} caching {:.0}% workers {}; {} segments held; HTTP on {}",
         fdn.config.index,
         fdn.config.method.name(),

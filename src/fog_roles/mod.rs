@@ -9,63 +9,51 @@ pub mod messages;
 pub mod viewers;
 
 use crate::cdn::Payload;
-use crate::cdn_roles::config::read_table;
+use crate::roles::control::load_identity;
+use crate::roles::http::serve_until_stopped;
+use crate::roles::summary::{self, ClientSummary};
+use crate::roles::Start;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// The bytes of segment `index` of `video`: the same wherever they are served from.
 pub fn segment_payload(video: usize, index: usize) -> Payload {
     Payload::numbered(((video as u64) << 32) ^ index as u64)
 }
 
-/// `ROLE --config FILE`: what `bins/{cloud,fdn,fog-viewers}.rs` run.
-pub fn main(role: &'static str) -> ExitCode {
-    crate::roles::main(role, run)
+/// Every interface, port `port`.
+fn any(port: u16) -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], port))
 }
 
-async fn run(role: &'static str, path: PathBuf) -> Result<(), String> {
-    let table = read_table(&path)?;
-    let in_file = |e: String| format!("{}: {e}", path.display());
-    let node = std::env::var("CDNLAB_NODE").ok();
-    let shutdown = crate::cdn_roles::shutdown_signal()
-        .await
-        .map_err(|e| format!("installing signal handlers: {e}"))?;
-    let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
-    match role {
-        "cloud" => {
-            let config = config::cloud(&table).map_err(in_file)?;
-            let identity = crate::cdn_roles::run::load_identity(node.as_deref())?;
-            let (http, control) = (any(config.port), any(config.control_port));
-            cloud::start(config, identity, http, control)
-                .await?
-                .run_until(shutdown)
-                .await
-        }
-        "fdn" => {
-            let config = config::fdn(&table).map_err(in_file)?;
-            let identity = crate::cdn_roles::run::load_identity(node.as_deref())?;
-            let (http, control) = (any(config.port), any(config.control_port));
-            let starting = fdn::start(config, identity, http, control);
-            tokio::pin!(shutdown);
-            let running = tokio::select! {
-                running = starting => running?,
-                () = &mut shutdown => return Ok(()),
-            };
-            running.run_until(shutdown).await
-        }
-        "fog-viewers" => {
-            let config = config::viewers(&table).map_err(in_file)?;
-            let out = std::env::var_os("CDNLAB_OUT_DIR")
-                .map(PathBuf::from)
-                .ok_or("set $CDNLAB_OUT_DIR for summary.json")?;
-            let node = crate::probe::node_name();
-            let summary = tokio::select! {
-                summary = viewers::run(config, &node, &out) => summary,
-                () = shutdown => Err("stopped before the end".to_string()),
-            };
-            crate::run::summary::finish_client(&out, &node, summary)
-        }
-        other => Err(format!("unknown role {other:?}")),
-    }
+/// `cloud --config FILE`: serves until stopped.
+pub async fn cloud(start: Start) -> Result<(), String> {
+    let config = start.parse(config::cloud)?;
+    let identity = load_identity(&start.env)?;
+    let (http, control) = (any(config.port), any(config.control_port));
+    serve_until_stopped(
+        start.shutdown,
+        cloud::start(config, identity, http, control),
+    )
+    .await
+}
+
+/// `fdn --config FILE`: registers with the cloud, then serves until stopped.
+pub async fn fdn(start: Start) -> Result<(), String> {
+    let config = start.parse(config::fdn)?;
+    let identity = load_identity(&start.env)?;
+    let (http, control) = (any(config.port), any(config.control_port));
+    serve_until_stopped(start.shutdown, fdn::start(config, identity, http, control)).await
+}
+
+/// `fog-viewers --config FILE [--out DIR]`: plays the viewers' sessions, writes the summary.
+pub async fn viewers(start: Start) -> Result<(), String> {
+    let config = start.parse(config::viewers)?;
+    let out = start.out_dir()?;
+    let node = start.env.node_name();
+    let result = tokio::select! {
+        result = viewers::run(config, &node, &out) => result,
+        signal = start.shutdown.signal() => Err(format!("stopped by {signal} before the end")),
+    };
+    let summary = result.and_then(|value| ClientSummary::of(&node, &value));
+    summary::finish(&out, &node, summary)
 }

@@ -12,19 +12,18 @@
 //! keep_alive = true         # false: a new TCP connection for every request (HTTP/1.1 only)
 //! max_duration = "60s"      # stop playing after this long (default: never; "0" = never)
 //! ```
-//! Read with `crate::role_config::Keys`: topology variables arrive as strings
+//! Read with `crate::roles::config::Keys`: topology variables arrive as strings
 //! (`segments = "${chunks}"`), so integers and booleans may also be strings holding one, and times
 //! may be numbers of seconds. An unknown key is an error that names it, so a typo does not
 //! silently fall back to a default.
 
-use std::path::Path;
 use std::time::Duration;
 
 use toml::{Table, Value};
 
 use crate::cdn::{parse_path, Kind};
 use crate::has::{ABR_NAMES, DEFAULT_STARTUP_SEGMENTS};
-use crate::role_config::Keys;
+use crate::roles::config::Keys;
 
 /// Every key the config may have.
 pub const CONFIG_KEYS: &[&str] = &[
@@ -74,16 +73,6 @@ impl ClientConfig {
         table.insert("url".into(), Value::String(url.into()));
         parse_config(&table)
     }
-}
-
-/// Reads and parses a config file; errors name the file.
-pub fn read_config(path: &Path) -> Result<ClientConfig, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let table: Table = text
-        .parse()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    parse_config(&table).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Parses a config table.

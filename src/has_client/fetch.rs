@@ -18,6 +18,7 @@ use reqwest::{redirect, StatusCode, Url};
 
 use crate::cdn::{resolve, ByteRange};
 use crate::has::Hop;
+use crate::roles::http::describe;
 
 /// Redirects followed in a row before giving up: ffmpeg's and most browsers' limit.
 pub const MAX_REDIRECTS: usize = 8;
@@ -351,23 +352,4 @@ fn range_header(range: ByteRange) -> Result<String, String> {
             )
         })?;
     Ok(format!("bytes={}-{last}", range.offset))
-}
-
-/// An error's causes, outermost first. reqwest's own message only says what it was doing
-/// ("error sending request for url (…)", the URL the caller names anyway); its sources say what
-/// happened ("tcp connect error: Connection refused"), so it is used only when it has none.
-pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
-    let Some(first) = error.source() else {
-        return error.to_string();
-    };
-    let mut parts = vec![first.to_string()];
-    let mut source = first.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        source = cause.source();
-    }
-    parts.join(": ")
 }

@@ -18,8 +18,28 @@ pub mod report;
 #[cfg(test)]
 mod tests;
 
-pub use config::{parse_config, policy_of_url, read_config, ClientConfig, CONFIG_KEYS};
+pub use config::{parse_config, policy_of_url, ClientConfig, CONFIG_KEYS};
 pub use fetch::{Body, FetchError, Fetched, Fetcher, MAX_ATTEMPTS, MAX_REDIRECTS};
 pub use load::{load, Loaded, Stream};
 pub use player::run;
 pub use report::{SegmentLog, StoppedBy, Summary};
+
+/// `has-client --config FILE [--out DIR]`: plays the configured stream, leaves `summary.json`
+/// and `segments.csv` in the output directory, and fails if the session failed. A config
+/// error also leaves a summary saying why, so `cdnlab run` reports the cause.
+pub async fn role(start: crate::roles::Start) -> Result<(), String> {
+    use crate::roles::summary::{self, ClientSummary};
+    let node = start.env.node_name();
+    let out = start.out_dir()?;
+    let summary = match start.parse(parse_config) {
+        Ok(config) => {
+            let stop = async {
+                let signal = start.shutdown.signal().await;
+                format!("stopped by {signal} before the end")
+            };
+            ClientSummary::of(&node, &run(&config, &node, &out, stop).await)
+        }
+        Err(error) => Err(error),
+    };
+    summary::finish(&out, &node, summary)
+}

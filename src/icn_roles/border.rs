@@ -16,12 +16,15 @@
 //! period's minimum, 0.44–1.9 s, a standing queue, still so).
 
 use super::messages::{AppRule, BorderReport, BorderRequest, BorderResponse, FibRules};
-use crate::cdn_roles::http::error;
-use crate::cdn_roles::run::{load_identity, spawn_http};
-use crate::cdn_roles::{Body, ServeOptions};
 use crate::control::{Callers, Identity, ServerHandle};
 use crate::icn::split::SmoothSplit;
-use crate::role_config::Keys;
+use crate::roles::config::Keys;
+use crate::roles::control::load_identity;
+use crate::roles::control::DEFAULT_CONTROL_PORT;
+use crate::roles::env::NodeEnv;
+use crate::roles::http::semantics::error;
+use crate::roles::http::spawn_http;
+use crate::roles::http::{Body, ServeOptions};
 use hyper::header::{HeaderValue, CONTENT_LENGTH};
 use hyper::{Request, Response, StatusCode};
 use std::collections::BTreeMap;
@@ -94,7 +97,7 @@ pub fn config(table: &Table) -> Result<BorderConfig, String> {
         home,
         apps: keys.items("apps")?,
         port: keys.port("port", 80)?,
-        control_port: keys.port("control_port", 4433)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
         site_port: keys.port("site_port", 80)?,
         probe_interval: positive("probe_interval", Duration::from_millis(500))?,
         latency_window: positive("latency_window", Duration::from_secs(30))?,
@@ -337,9 +340,13 @@ impl Border {
     }
 }
 
-pub async fn run(config: BorderConfig, shutdown: impl Future<Output = ()>) -> Result<(), String> {
-    let node = crate::probe::node_name();
-    let identity = load_identity(Some(&node))?;
+pub async fn run(
+    config: BorderConfig,
+    env: &NodeEnv,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), String> {
+    let node = env.node_name();
+    let identity = load_identity(env)?;
     let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
     let border = Border::new(config.clone())?;
     let control = border
@@ -349,7 +356,7 @@ pub async fn run(config: BorderConfig, shutdown: impl Future<Output = ()>) -> Re
     for site in &config.sites {
         tokio::spawn(border.clone().probe(site.clone()));
     }
-    eprintln!(
+    tracing::info!(
         "icn-border {node}: region {}; sites {}; every application to {} until the controller's rules",
         config.region,
         config.sites.join(", "),

@@ -6,13 +6,14 @@
 //! application over time) and `summary.json`.
 
 use crate::plot::{lines, Figure, Point};
-use crate::role_config::Keys;
+use crate::roles::config::Keys;
+use crate::roles::summary::{self, ClientSummary};
+use crate::roles::Start;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Zipf};
 use serde_json::{json, Value};
-use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use toml::Table;
 
@@ -202,16 +203,17 @@ async fn request(
     }
 }
 
-pub async fn run(config: LoadConfig, shutdown: impl Future<Output = ()>) -> Result<(), String> {
-    let out = std::env::var_os("CDNLAB_OUT_DIR")
-        .map(PathBuf::from)
-        .ok_or("set $CDNLAB_OUT_DIR for summary.json")?;
-    let node = crate::probe::node_name();
-    let summary = tokio::select! {
-        summary = generate(&config, &node, &out) => summary,
-        () = shutdown => Err("stopped before the end".to_string()),
+/// Generates the region's load until its duration is over (or a signal), then writes the
+/// summary.
+pub async fn run(config: LoadConfig, start: Start) -> Result<(), String> {
+    let out = start.out_dir()?;
+    let node = start.env.node_name();
+    let result = tokio::select! {
+        result = generate(&config, &node, &out) => result,
+        signal = start.shutdown.signal() => Err(format!("stopped by {signal} before the end")),
     };
-    crate::run::summary::finish_client(&out, &node, summary)
+    let summary = result.and_then(|value| ClientSummary::of(&node, &value));
+    summary::finish(&out, &node, summary)
 }
 
 async fn generate(config: &LoadConfig, node: &str, out: &Path) -> Result<Value, String> {
@@ -247,7 +249,7 @@ fn summarize(config: &LoadConfig, node: &str, records: &[Record]) -> Value {
     let percentile = |rs: &[&Record], p: f64| {
         let mut v: Vec<f64> = rs.iter().map(|r| r.latency_s).collect();
         v.sort_by(f64::total_cmp);
-        crate::probe::percentile(&v, p).map_or(Value::Null, |x| json!(x))
+        crate::stats::percentile(&v, p).map_or(Value::Null, |x| json!(x))
     };
     let per_app: serde_json::Map<String, Value> = config
         .apps

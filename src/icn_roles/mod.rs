@@ -11,34 +11,36 @@ pub mod messages;
 pub mod router;
 pub mod site;
 
-use crate::cdn_roles::config::read_table;
-use std::path::PathBuf;
-use std::process::ExitCode;
+use crate::roles::Start;
 
 /// The application a name belongs to: its first component (`/app1/o7` → `app1`).
 fn application(path: &str) -> &str {
     path.trim_start_matches('/').split('/').next().unwrap_or("")
 }
 
-/// `ROLE --config FILE`: what `bins/{icn-router,icn-border,cdn-site,controller,icn-load}.rs` run.
-pub fn main(role: &'static str) -> ExitCode {
-    crate::roles::main(role, run)
+/// `icn-router --config FILE`: serves until stopped.
+pub async fn router(start: Start) -> Result<(), String> {
+    router::run(start.parse(router::config)?, start.shutdown).await
 }
 
-async fn run(role: &'static str, path: PathBuf) -> Result<(), String> {
-    let table = read_table(&path)?;
-    let in_file = |e: String| format!("{}: {e}", path.display());
-    let shutdown = crate::cdn_roles::shutdown_signal()
-        .await
-        .map_err(|e| format!("installing signal handlers: {e}"))?;
-    match role {
-        "icn-router" => router::run(router::config(&table).map_err(in_file)?, shutdown).await,
-        "icn-border" => border::run(border::config(&table).map_err(in_file)?, shutdown).await,
-        "cdn-site" => site::run(site::config(&table).map_err(in_file)?, shutdown).await,
-        "controller" => {
-            controller::run(controller::config(&table).map_err(in_file)?, shutdown).await
-        }
-        "icn-load" => load::run(load::config(&table).map_err(in_file)?, shutdown).await,
-        other => Err(format!("unknown role {other:?}")),
-    }
+/// `icn-border --config FILE`: serves until stopped.
+pub async fn border(start: Start) -> Result<(), String> {
+    border::run(start.parse(border::config)?, &start.env, start.shutdown).await
+}
+
+/// `cdn-site --config FILE`: serves until stopped.
+pub async fn site(start: Start) -> Result<(), String> {
+    let config = start.parse(site::config)?;
+    site::run(config, start.env, start.shutdown).await
+}
+
+/// `controller --config FILE`: runs SM, LDP and PARM on their periods until stopped.
+pub async fn controller(start: Start) -> Result<(), String> {
+    let config = start.parse(controller::config)?;
+    controller::run(config, &start.env, start.shutdown).await
+}
+
+/// `icn-load --config FILE [--out DIR]`: a region's users until the configured duration ends.
+pub async fn load(start: Start) -> Result<(), String> {
+    load::run(start.parse(load::config)?, start).await
 }

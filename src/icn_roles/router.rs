@@ -40,11 +40,11 @@ use tokio::sync::oneshot;
 use toml::Table;
 
 use crate::cdn::BaseUrl;
-use crate::cdn_roles::http::{self, error};
-use crate::cdn_roles::run::{spawn_http, Running};
-use crate::cdn_roles::{Body, ServeOptions};
-use crate::has_client::fetch::describe;
 use crate::icn::{ContentStore, Fib, Name, Outcome, Pit, Ticket};
+use crate::roles::http::describe;
+use crate::roles::http::semantics::{self as http, error};
+use crate::roles::http::{spawn_http, Running};
+use crate::roles::http::{Body, ServeOptions};
 
 /// Where the counters are served; `.icn` is not a name component a FIB would route.
 pub const STATS_PATH: &str = "/.icn/stats";
@@ -83,7 +83,7 @@ pub async fn start(config: &RouterConfig, http: SocketAddr) -> Result<Running, S
         .iter()
         .map(|r| format!("{} → {} (cost {})", r.prefix, r.nexthop, r.cost))
         .collect();
-    eprintln!(
+    tracing::info!(
         "icn-router: CS {} bytes, PIT lifetime {:?}, upstream timeout {:?}; FIB {}; HTTP on {}",
         config.cs_capacity,
         config.pit_lifetime,
@@ -165,7 +165,7 @@ impl Router {
         for route in &config.routes {
             fib.insert(route.prefix.clone(), route.nexthop.clone(), route.cost);
         }
-        let node = crate::probe::node_name();
+        let node = crate::roles::env::node_name();
         let client = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())

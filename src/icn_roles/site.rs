@@ -12,11 +12,15 @@
 
 use super::messages::{Demand, SiteRequest, SiteResponse, SiteUsage};
 use crate::cdn::Payload;
-use crate::cdn_roles::http::{self, error};
-use crate::cdn_roles::run::{load_identity, spawn_http};
-use crate::cdn_roles::{Body, ServeOptions};
 use crate::control::Callers;
-use crate::role_config::Keys;
+use crate::roles::config::Keys;
+use crate::roles::control::load_identity;
+use crate::roles::control::DEFAULT_CONTROL_PORT;
+use crate::roles::env::NodeEnv;
+use crate::roles::http::semantics::{self as http, error};
+use crate::roles::http::spawn_http;
+use crate::roles::http::{Body, ServeOptions};
+use crate::roles::links;
 use hyper::header::HeaderValue;
 use hyper::{Request, Response, StatusCode};
 use std::collections::{BTreeMap, BTreeSet};
@@ -81,7 +85,7 @@ pub fn config(table: &Table) -> Result<SiteConfig, String> {
             .unwrap_or("controller")
             .to_string(),
         port: keys.port("port", 80)?,
-        control_port: keys.port("control_port", 4433)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
         capacity_bps,
         capacity_link: keys.string("capacity_link")?.map(str::to_string),
         apps: keys.items("apps")?,
@@ -137,6 +141,7 @@ impl DemandCounter {
 
 struct Site {
     node: String,
+    env: NodeEnv,
     config: SiteConfig,
     counters: Mutex<Counters>,
 }
@@ -169,24 +174,13 @@ impl Site {
         response
     }
 
-    /// C_m now: the rate of the site's link — towards node `capacity_link` in a lab, or of
-    /// compose network `capacity_link` in a testbed container — else the configured capacity.
+    /// C_m now: the rate of the site's link towards `capacity_link` (a node in a lab, a
+    /// network in a container; `roles::links`), else the configured capacity.
     fn capacity_bps(&self) -> u64 {
-        let link = self.config.capacity_link.as_deref();
-        let in_lab = |peer| {
-            let state = crate::lab::LabState::load(&std::env::var("CDNLAB_LAB").ok()?).ok()?;
-            state.egress_rate_bps(&self.node, peer).flatten()
-        };
-        let in_container = |net: &str| {
-            let state = crate::container::links::ContainerState::load().ok()?;
-            state
-                .nets
-                .iter()
-                .find(|n| n.name == net)?
-                .impairments
-                .rate_bps
-        };
-        link.and_then(|l| in_lab(l).or_else(|| in_container(l)))
+        self.config
+            .capacity_link
+            .as_deref()
+            .and_then(|peer| links::egress_rate_bps(&self.env, peer))
             .unwrap_or(self.config.capacity_bps)
     }
 
@@ -213,12 +207,17 @@ fn name_key(path: &str) -> u64 {
     })
 }
 
-pub async fn run(config: SiteConfig, shutdown: impl Future<Output = ()>) -> Result<(), String> {
-    let node = crate::probe::node_name();
-    let identity = load_identity(Some(&node))?;
+pub async fn run(
+    config: SiteConfig,
+    env: NodeEnv,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), String> {
+    let node = env.node_name();
+    let identity = load_identity(&env)?;
     let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
     let site = Arc::new(Site {
         node,
+        env,
         config: config.clone(),
         counters: Mutex::new(Counters {
             since: Instant::now(),
@@ -242,7 +241,7 @@ pub async fn run(config: SiteConfig, shutdown: impl Future<Output = ()>) -> Resu
     )
     .await
     .map_err(|e| e.to_string())?;
-    eprintln!(
+    tracing::info!(
         "cdn-site {}: applications {}; objects of {} bytes; capacity {} bit/s",
         site.node,
         config.apps.join(", "),

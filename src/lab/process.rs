@@ -119,12 +119,11 @@ pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<Child>> {
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    env.push(("CDNLAB_LAB".into(), state.lab.clone()));
-    env.push(("CDNLAB_NODE".into(), spec.name.clone()));
-    env.push((
-        "CDNLAB_OUT_DIR".into(),
-        out_dir.to_string_lossy().into_owned(),
-    ));
+    // What the role runtime reads (`roles::env`).
+    use crate::roles::env::{LAB, NODE, OUT_DIR};
+    env.push((LAB.into(), state.lab.clone()));
+    env.push((NODE.into(), spec.name.clone()));
+    env.push((OUT_DIR.into(), out_dir.to_string_lossy().into_owned()));
     let name = spec.name.clone();
     let child = spawn_detached(&argv, &env, &state.log_path(&name))?;
     let record = record_of(&child)?;

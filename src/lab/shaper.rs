@@ -4,7 +4,7 @@
 use super::process;
 use super::state::{LabState, ProcessRecord};
 use super::sys::{self, err, Error, Result};
-use netem::daemon::{request, Request, Response};
+use netem::daemon::{request, DaemonConfig, QueueSpec, Request, Response};
 use netem::Impairments;
 use std::path::Path;
 use std::process::Child;
@@ -12,24 +12,19 @@ use std::time::{Duration, Instant};
 
 /// Writes the daemon's config and starts it; returns once its control socket answers.
 pub fn start(state: &LabState, seed: u64) -> Result<ProcessRecord> {
-    let queues: Vec<serde_json::Value> = state
+    let queues = state
         .directions
         .iter()
         .enumerate()
-        .map(|(i, d)| {
-            serde_json::json!({
-                "id": d.id(&state.topology),
-                "netns": format!("/run/netns/{}", d.queue_netns),
-                "queue_num": d.queue_num,
-                "impairments": d.impairments,
-                "seed": seed.wrapping_add(i as u64),
-            })
+        .map(|(i, d)| QueueSpec {
+            id: d.id(&state.topology),
+            netns: Some(Path::new("/run/netns").join(&d.queue_netns)),
+            queue_num: d.queue_num,
+            impairments: d.impairments.clone(),
+            seed: seed.wrapping_add(i as u64),
         })
         .collect();
-    let config = serde_json::json!({
-        "control_socket": state.shaper_socket(),
-        "queues": queues,
-    });
+    let config = DaemonConfig::new(state.shaper_socket(), queues);
     let log = state.logs_dir().join("shaper.log");
     std::fs::create_dir_all(state.logs_dir())?;
     let out = std::fs::OpenOptions::new()
@@ -51,13 +46,14 @@ pub fn start(state: &LabState, seed: u64) -> Result<ProcessRecord> {
 /// executable) in a session of its own with stdout and stderr to `output`, and returns once
 /// its control `socket` answers. On failure the message ends with `log_tail()`.
 pub fn spawn(
-    config: &serde_json::Value,
+    config: &DaemonConfig,
     config_path: &Path,
     socket: &Path,
     output: std::fs::File,
     log_tail: impl Fn() -> String,
 ) -> Result<Child> {
-    std::fs::write(config_path, config.to_string())
+    let text = serde_json::to_string(config).map_err(|e| Error(e.to_string()))?;
+    std::fs::write(config_path, text)
         .map_err(|e| Error(format!("{}: {e}", config_path.display())))?;
     let binary = sys::bin_dir()?.join("cdnlab-shaper");
     if !binary.is_file() {

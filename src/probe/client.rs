@@ -2,7 +2,6 @@
 //! configured tests in order, and leave one `summary.json` whose flat snake_case names carry
 //! their units, as every cdnlab client's summary does.
 
-use std::ffi::CStr;
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -23,7 +22,7 @@ const RESOLVE_RETRY: Duration = Duration::from_millis(200);
 /// A client's results. Fields of a test that was skipped (or not reached after a failure) are
 /// absent; `failed` is always there, with `error` when it is true.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ClientSummary {
+pub struct ProbeSummary {
     pub node: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
@@ -87,7 +86,7 @@ pub struct ClientSummary {
     pub error: Option<String>,
 }
 
-impl ClientSummary {
+impl ProbeSummary {
     fn add_rtt(&mut self, report: &RttReport) {
         self.rtt_sent = Some(report.sent);
         self.rtt_received = Some(report.received);
@@ -125,22 +124,6 @@ impl ClientSummary {
     }
 }
 
-/// This node's name: `$CDNLAB_NODE`, else the host name, else `unknown`.
-pub fn node_name() -> String {
-    if let Ok(name) = std::env::var("CDNLAB_NODE") {
-        if !name.is_empty() {
-            return name;
-        }
-    }
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its whole length, which is passed with it.
-    let result = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    match CStr::from_bytes_until_nul(&buf) {
-        Ok(name) if result == 0 && !name.is_empty() => name.to_string_lossy().into_owned(),
-        _ => "unknown".to_string(),
-    }
-}
-
 /// Resolves the target and waits for its echo, both within `timeout` (a server node may still
 /// be starting, or its name not yet resolvable).
 fn reach(role: &ClientRole) -> io::Result<SocketAddr> {
@@ -168,11 +151,11 @@ fn reach(role: &ClientRole) -> io::Result<SocketAddr> {
 
 /// Runs the role's tests against its target and summarises them; a failure ends the run and
 /// is recorded in the summary (with the results gathered before it), never returned.
-pub fn run_client(role: &ClientRole, node: String) -> ClientSummary {
-    let mut summary = ClientSummary {
+pub fn run_client(role: &ClientRole, node: String) -> ProbeSummary {
+    let mut summary = ProbeSummary {
         node,
         target: Some(role.target.clone()),
-        ..ClientSummary::default()
+        ..ProbeSummary::default()
     };
     if let Err(error) = run_tests(role, &mut summary) {
         summary.failed = true;
@@ -181,7 +164,7 @@ pub fn run_client(role: &ClientRole, node: String) -> ClientSummary {
     summary
 }
 
-fn run_tests(role: &ClientRole, summary: &mut ClientSummary) -> io::Result<()> {
+fn run_tests(role: &ClientRole, summary: &mut ProbeSummary) -> io::Result<()> {
     let addr = reach(role)?;
     summary.target_addr = Some(addr.to_string());
     if let Some(opts) = &role.rtt {

@@ -12,11 +12,10 @@
 //! stream_count = 0         # 0 skips; stream_rate_pps = 1000, stream_size = 200
 //! reach_timeout = "10s"    # how long the target may stay silent at the start
 //! ```
-//! Read with `crate::role_config::Keys`: times use tc's units (`netem::units::parse_duration_ns`),
+//! Read with `crate::roles::config::Keys`: times use tc's units (`netem::units::parse_duration_ns`),
 //! numbers may be strings holding one (topology `${var}` substitution), and an unknown key is an
 //! error that names it, so a typo does not silently fall back to a default.
 
-use std::path::Path;
 use std::time::Duration;
 
 use toml::Table;
@@ -25,7 +24,7 @@ use super::goodput::{Direction, GoodputOptions};
 use super::rtt::RttOptions;
 use super::stream::StreamOptions;
 use super::target::DEFAULT_PORT;
-use crate::role_config::Keys;
+use crate::roles::config::Keys;
 
 /// Keys a server config may have.
 const SERVER_KEYS: &[&str] = &["mode", "port", "duration"];
@@ -74,16 +73,6 @@ pub struct ClientRole {
     pub rtt: Option<RttOptions>,
     pub goodput: Option<GoodputOptions>,
     pub stream: Option<StreamOptions>,
-}
-
-/// Reads and parses a config file; errors name the file.
-pub fn read_role_config(path: &Path) -> Result<RoleConfig, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let table: Table = text
-        .parse()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    parse_role_config(&table).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Parses a config table.

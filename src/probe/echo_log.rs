@@ -7,7 +7,7 @@
 
 use super::packet::Echo;
 use super::rtt::RttReport;
-use super::stats::Summary;
+use crate::stats::Summary;
 
 /// Nanoseconds per millisecond, for reports in milliseconds.
 const NS_PER_MS: f64 = 1e6;

@@ -5,7 +5,7 @@
 //! variation under a paced stream (`measure_stream`). The orchestrator runs the `probe` binary
 //! in namespaces and parses the JSON reports it prints, or calls these functions directly.
 //!
-//! Sans-IO parts (`stats`, `packet`, `echo_log`, `meter`, `protocol`, `config`) hold every
+//! Sans-IO parts (`crate::stats`, `packet`, `echo_log`, `meter`, `protocol`, `config`) hold every
 //! decision; `echo`, `tcp`, `sockopt`, `server` and the `measure_*` functions only move bytes
 //! and read the clock.
 
@@ -20,20 +20,19 @@ pub mod protocol;
 pub mod rtt;
 pub mod server;
 pub mod sockopt;
-pub mod stats;
 pub mod stream;
 pub mod target;
 pub mod tcp;
 
 #[cfg(test)]
-mod loopback_tests;
+mod tests;
 
-pub use client::{node_name, run_client, ClientSummary};
-pub use config::{parse_role_config, read_role_config, ClientRole, RoleConfig, ServerRole};
+pub use client::{run_client, ProbeSummary};
+pub use config::{parse_role_config, ClientRole, RoleConfig, ServerRole};
 pub use echo::wait_for_echo;
 pub use goodput::{measure_goodput, Direction, GoodputOptions, GoodputReport};
 pub use rtt::{measure_rtt, RttOptions, RttReport};
 pub use server::{serve, RunningServer, ServeOptions, ServeStats, Server};
-pub use stats::{mean, percentile, stdev, Summary};
+pub use crate::stats::{mean, percentile, stdev, Summary};
 pub use stream::{measure_stream, DelayVariation, StreamOptions, StreamReport};
 pub use target::{resolve_target, split_target, DEFAULT_PORT};

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::echo::{run_session, EchoPlan};
 use super::packet::check_size;
-use super::stats::Summary;
+use crate::stats::Summary;
 
 /// The most pings one measurement may send, so a typo cannot run for days.
 pub const MAX_COUNT: u64 = 10_000_000;

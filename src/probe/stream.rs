@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::echo::{run_session, EchoPlan};
 use super::packet::check_size;
 use super::rtt::{check_count, invalid};
-use super::stats::Summary;
+use crate::stats::Summary;
 
 /// The highest packet rate accepted: beyond this the sender's pacing (one datagram per system
 /// call, microsecond timers) is no longer what is being measured.

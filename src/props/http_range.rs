@@ -2,7 +2,7 @@
 //! entity, and a range written as a client writes it reads back as the bytes it names.
 
 use super::damaged;
-use crate::cdn_roles::http::{parse_range, RangeRequest};
+use crate::roles::http::semantics::{parse_range, RangeRequest};
 use proptest::prelude::*;
 
 fn inside(request: RangeRequest, len: u64) -> Result<(), TestCaseError> {

@@ -5,6 +5,7 @@ pub mod segments_plot;
 pub mod summary;
 
 use crate::lab::{self, control, events, interrupt, process, LabState};
+use crate::roles::summary::ClientSummary;
 use crate::topology::{TimelineAction, Topology};
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -21,7 +22,7 @@ pub struct RunOptions {
 }
 
 /// Runs the scenario and returns the aggregated summary (also written to `OUT/summary.json`).
-pub fn run(topology: Topology, options: RunOptions) -> lab::Result<serde_json::Value> {
+pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunSummary> {
     let out = &options.out_dir;
     std::fs::create_dir_all(out).map_err(|e| lab::Error(format!("{}: {e}", out.display())))?;
     std::fs::copy(&options.topology_file, out.join("topology.toml"))
@@ -45,28 +46,23 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<serde_json::V
     kept?;
     removed?;
     let duration_s = started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0);
-    let summary = serde_json::json!({
-        "lab": state.lab,
-        "vars": state.topology.vars,
-        "link_backend": state.backend.name(),
-        "seed": options.up.seed,
-        "duration_s": duration_s,
-        "clients": clients,
-    });
+    let summary = summary::RunSummary {
+        lab: state.lab.clone(),
+        vars: state.topology.vars.clone(),
+        link_backend: state.backend.name().to_string(),
+        seed: options.up.seed,
+        duration_s,
+        clients,
+    };
     write_json(&out.join("summary.json"), &summary)?;
-    let clients: Vec<String> = summary["clients"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["node"].as_str().map(String::from))
-        .collect();
+    let clients: Vec<String> = summary.clients.iter().map(|c| c.node.clone()).collect();
     segments_plot::plot(out, &clients).map_err(lab::Error)?;
     Ok(summary)
 }
 
 /// Starts the clients, plays the timeline until every client has exited, and collects each
 /// client's `summary.json`.
-fn play(state: &mut LabState, timeout: Duration) -> lab::Result<Vec<serde_json::Value>> {
+fn play(state: &mut LabState, timeout: Duration) -> lab::Result<Vec<ClientSummary>> {
     let clients: Vec<usize> = (0..state.topology.nodes.len())
         .filter(|&n| state.topology.nodes[n].client)
         .collect();
@@ -151,7 +147,7 @@ fn keep_lab_files(state: &LabState, out: &Path) -> lab::Result<()> {
     Ok(())
 }
 
-pub fn write_json(path: &Path, value: &serde_json::Value) -> lab::Result<()> {
-    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> lab::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| lab::Error(e.to_string()))?;
     std::fs::write(path, text + "\n").map_err(|e| lab::Error(format!("{}: {e}", path.display())))
 }

@@ -2,45 +2,22 @@
 //! and the table `cdnlab run` prints.
 
 use crate::lab::{process, LabState};
-use serde::Serialize;
-use serde_json::{json, Value};
-use std::io;
-use std::path::{Path, PathBuf};
+use crate::roles::summary::ClientSummary;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-/// Writes a client's `dir/summary.json` (creating `dir`) — the file `cdnlab run` collects —
-/// through a temporary file renamed into place, so a reader never sees half of it.
-pub fn write_client_summary(dir: &Path, summary: &impl Serialize) -> io::Result<PathBuf> {
-    let context =
-        |e: io::Error, what: &Path| io::Error::new(e.kind(), format!("{}: {e}", what.display()));
-    std::fs::create_dir_all(dir).map_err(|e| context(e, dir))?;
-    let path = dir.join("summary.json");
-    let partial = dir.join(".summary.json.partial");
-    let mut text = serde_json::to_string_pretty(summary).map_err(io::Error::other)?;
-    text.push('\n');
-    std::fs::write(&partial, text).map_err(|e| context(e, &partial))?;
-    std::fs::rename(&partial, &path).map_err(|e| context(e, &path))?;
-    Ok(path)
-}
-
-/// How a role client ends: its summary (or, on an error, `{node, failed: true, error}`) is
-/// written to `dir/summary.json` and printed; the client fails if the summary says it failed.
-pub fn finish_client(
-    dir: &Path,
-    node: &str,
-    result: Result<serde_json::Value, String>,
-) -> Result<(), String> {
-    let summary = result.unwrap_or_else(
-        |error| serde_json::json!({ "node": node, "failed": true, "error": error }),
-    );
-    write_client_summary(dir, &summary).map_err(|e| e.to_string())?;
-    println!("{summary}");
-    if summary["failed"] == true {
-        Err(summary["error"].as_str().unwrap_or("failed").to_string())
-    } else {
-        Ok(())
-    }
+/// A run's `summary.json`: the lab, its variables, and every client's summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub lab: String,
+    pub vars: BTreeMap<String, String>,
+    pub link_backend: String,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub clients: Vec<ClientSummary>,
 }
 
 /// The result of client `node`: its `summary.json` with `node` and `failed` filled in. A client
@@ -51,46 +28,35 @@ pub fn client_result(
     node: usize,
     status: Option<ExitStatus>,
     timeout: Duration,
-) -> Value {
+) -> ClientSummary {
     let name = &state.topology.nodes[node].name;
     let path = state.out_dir.join(name).join("summary.json");
     let log = state.log_path(name);
-    let reported: Option<Value> = std::fs::read_to_string(&path)
+    let reported: Option<ClientSummary> = std::fs::read_to_string(&path)
         .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .filter(Value::is_object);
+        .and_then(|text| serde_json::from_str(&text).ok());
     let failure = match status {
         Some(s) if s.success() => None,
         Some(s) => Some(format!("exited with {s}")),
         None => Some(format!("did not finish within {timeout:?} and was stopped")),
     };
     let mut result = match (reported, &failure) {
-        (Some(value), _) => value,
+        (Some(summary), _) => summary,
         // Any program can be a client; one that succeeds without writing results still ran.
-        (None, None) => json!({}),
-        (None, Some(why)) => json!({
-            "error": format!(
+        (None, None) => ClientSummary::default(),
+        (None, Some(why)) => ClientSummary::failure(
+            name,
+            format!(
                 "{why}; wrote no {}; the end of its log:\n{}",
                 path.display(),
                 process::log_tail(&log, 5)
             ),
-            "failed": true,
-        }),
+        ),
     };
-    if let Some(object) = result.as_object_mut() {
-        object.insert("node".into(), json!(name));
-        let failed = object
-            .get("failed")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        if !failed {
-            if let Some(why) = failure {
-                object.insert("failed".into(), json!(true));
-                object.entry("error").or_insert(json!(why));
-            } else {
-                object.insert("failed".into(), json!(false));
-            }
-        }
+    result.node = name.clone();
+    if let (false, Some(why)) = (result.failed, failure) {
+        result.failed = true;
+        result.error.get_or_insert(why);
     }
     result
 }
@@ -117,27 +83,28 @@ const HEADLINE: &[&str] = &[
 
 /// A table with one row per client: its node, whether it failed, and its headline metrics (or
 /// every numeric metric, for clients that report no headline one).
-pub fn table(summary: &Value) -> String {
-    let clients: Vec<&Value> = summary["clients"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .collect();
-    let reported = |key: &str| clients.iter().any(|c| !c[key].is_null());
+pub fn table(summary: &RunSummary) -> String {
+    let clients = &summary.clients;
+    let reported = |key: &str| {
+        clients
+            .iter()
+            .any(|c| c.get(key).is_some_and(|v| !v.is_null()))
+    };
     let mut columns: Vec<String> = HEADLINE
         .iter()
         .filter(|k| reported(k))
         .map(|k| k.to_string())
         .collect();
-    if !columns
-        .iter()
-        .any(|c| clients.iter().any(|cl| cl[c.as_str()].is_number()))
-    {
+    if !columns.iter().any(|c| {
+        clients
+            .iter()
+            .any(|cl| cl.fields.get(c).is_some_and(Value::is_number))
+    }) {
         columns = clients
             .iter()
-            .filter_map(|c| c.as_object())
-            .flat_map(|o| {
-                o.iter()
+            .flat_map(|c| {
+                c.fields
+                    .iter()
                     .filter(|(_, v)| v.is_number())
                     .map(|(k, _)| k.clone())
             })
@@ -148,19 +115,14 @@ pub fn table(summary: &Value) -> String {
     let mut header = vec!["node".to_string(), "status".to_string()];
     header.extend(columns.iter().cloned());
     let mut rows = vec![header];
-    for client in &clients {
+    for client in clients {
         let mut row = vec![
-            client["node"].as_str().unwrap_or("?").to_string(),
-            if client["failed"] == true {
-                "FAILED"
-            } else {
-                "ok"
-            }
-            .to_string(),
+            client.node.clone(),
+            if client.failed { "FAILED" } else { "ok" }.to_string(),
         ];
         for column in &columns {
-            row.push(match &client[column.as_str()] {
-                Value::String(text) => text.clone(),
+            row.push(match client.get(column).unwrap_or(Value::Null) {
+                Value::String(text) => text,
                 value => match value.as_f64() {
                     Some(v) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
                     Some(v) => format!("{v:.3}"),
@@ -183,26 +145,36 @@ pub fn table(summary: &Value) -> String {
         text += cells.join("  ").trim_end();
         text.push('\n');
     }
-    for client in clients.iter().filter(|c| c["failed"] == true) {
+    for client in clients.iter().filter(|c| c.failed) {
         text += &format!(
             "{} failed: {}\n",
-            client["node"].as_str().unwrap_or("?"),
-            client["error"].as_str().unwrap_or("no error given")
+            client.node,
+            client.error.as_deref().unwrap_or("no error given")
         );
     }
     text
 }
 
+/// A run summary of these clients, for tests.
+#[cfg(test)]
+pub(crate) fn clients(clients: Value) -> RunSummary {
+    RunSummary {
+        clients: serde_json::from_value(clients).unwrap(),
+        ..RunSummary::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn table_shows_headline_metrics_and_names_failures() {
-        let summary = json!({"clients": [
+        let summary = clients(json!([
             {"node": "a", "failed": false, "rtt_ms_p50": 40.25, "goodput_mbps": 19.5, "rtt_sent": 200},
             {"node": "b", "failed": true, "error": "target unreachable"},
-        ]});
+        ]));
         let text = table(&summary);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].contains("goodput_mbps") && lines[0].contains("rtt_ms_p50"));
@@ -220,11 +192,12 @@ mod tests {
 #[cfg(test)]
 mod generic_tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn clients_without_headline_metrics_get_every_number() {
         let summary =
-            json!({"clients": [{"node": "a", "failed": false, "requests": 12, "label": "x"}]});
+            clients(json!([{"node": "a", "failed": false, "requests": 12, "label": "x"}]));
         let text = table(&summary);
         assert!(text.lines().next().unwrap().ends_with("requests"), "{text}");
     }

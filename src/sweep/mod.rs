@@ -140,7 +140,7 @@ fn collect(
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        let summary: serde_json::Value =
+        let summary: crate::run::summary::RunSummary =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         rows.extend(table::rows_of_run(&grid::label(run), run, &summary));
     }

@@ -1,6 +1,7 @@
 //! A sweep's results as rows (one per client per run), written as CSV, and grouped into the
 //! series a plot or a summary table shows.
 
+use crate::run::summary::RunSummary;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,19 +9,19 @@ use std::collections::{BTreeMap, BTreeSet};
 pub type Row = Map<String, Value>;
 
 /// The rows of one run: its clients' summaries, each with `run` and the varied values added.
-pub fn rows_of_run(label: &str, vars: &[(String, String)], summary: &Value) -> Vec<Row> {
-    summary["clients"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object)
+pub fn rows_of_run(label: &str, vars: &[(String, String)], summary: &RunSummary) -> Vec<Row> {
+    summary
+        .clients
+        .iter()
         .map(|client| {
             let mut row = Row::new();
             row.insert("run".into(), label.into());
             for (key, value) in vars {
                 row.insert(key.clone(), value.clone().into());
             }
-            for (key, value) in client {
+            let common = ["node", "failed", "error"].map(|k| (k.to_string(), client.get(k)));
+            let typed = common.into_iter().filter_map(|(k, v)| Some((k, v?)));
+            for (key, value) in typed.chain(client.fields.clone()) {
                 if !value.is_array() && !value.is_object() {
                     row.entry(key.clone()).or_insert(value.clone());
                 }
@@ -290,7 +291,9 @@ mod tests {
             ("50ms", "5mbit", "direct", 0.5),
             ("50ms", "100mbit", "up", 4.0),
         ] {
-            let summary = json!({"clients": [{"node": "c", "policy": policy, "startup_delay_s": y, "failed": false}]});
+            let summary = crate::run::summary::clients(
+                json!([{"node": "c", "policy": policy, "startup_delay_s": y, "failed": false}]),
+            );
             rows.extend(rows_of_run(
                 "r",
                 &[("d".into(), d.into()), ("b".into(), b.into())],
@@ -325,7 +328,9 @@ mod tests {
                     ("d".into(), d.to_string()),
                     ("trace".into(), trace.to_string()),
                 ];
-                let summary = json!({"clients": [{"policy": "up", "y": y, "failed": false}]});
+                let summary = crate::run::summary::clients(
+                    json!([{"policy": "up", "y": y, "failed": false}]),
+                );
                 rows_of_run(&grid::label(&vars), &vars, &summary)
             })
             .collect()
@@ -369,7 +374,9 @@ mod tests {
 
     #[test]
     fn clients_of_one_run_are_one_replicate() {
-        let summary = json!({"clients": [{"policy": "up", "y": 1.0}, {"policy": "up", "y": 3.0}]});
+        let summary = crate::run::summary::clients(
+            json!([{"policy": "up", "y": 1.0}, {"policy": "up", "y": 3.0}]),
+        );
         let vars = [("d".to_string(), "0ms".to_string())];
         let rows = rows_of_run("d=0ms", &vars, &summary);
         let grouped = group(&rows, &["d".into()], "d", "y", "policy", None);

@@ -12,7 +12,7 @@ use super::{read, request, video, Answer, TempDir};
 use crate::cdn::{parse_path, place, BaseUrl, Offload, Payload, Popularity};
 use crate::cdn_roles::content_server::{ContentServer, Source};
 use crate::cdn_roles::exchange::{build_locations, Assignment, OffloadRequest, OffloadedVideo};
-use crate::cdn_roles::Body;
+use crate::roles::http::Body;
 
 fn url(text: &str) -> BaseUrl {
     BaseUrl::parse(text).expect("test URL")
@@ -119,7 +119,7 @@ async fn head_answers_without_body() {
     let response = server
         .handle(request(Method::HEAD, "/v/2000k/seg-00004.ts", &[]))
         .await;
-    let a = read(crate::cdn_roles::http::strip_for_head(
+    let a = read(crate::roles::http::semantics::strip_for_head(
         &Method::HEAD,
         response,
     ))

@@ -4,8 +4,8 @@ use hyper::header::HeaderMap;
 use hyper::{Method, StatusCode};
 
 use super::{read, Answer};
-use crate::cdn_roles::body::Body;
-use crate::cdn_roles::http::{
+use crate::roles::http::body::Body;
+use crate::roles::http::semantics::{
     none_match_hits, parse_range, redirect, refuse_method, respond, strip_for_head, Entity,
     RangeRequest,
 };

@@ -12,8 +12,9 @@ use super::{video, TempDir};
 use crate::cdn::{Assign, BaseUrl, Cdn, Offload, Payload};
 use crate::cdn_roles::config::{DcsConfig, DrrConfig, Peer, UcsConfig, UrrConfig};
 use crate::cdn_roles::exchange::{build_locations, offload_request, DrrRequest, DrrResponse};
-use crate::cdn_roles::run::{start_dcs, start_drr, start_ucs, start_urr, Running};
+use crate::cdn_roles::run::{start_dcs, start_drr, start_ucs, start_urr};
 use crate::control::{issue_lab_certs, Client, Identity};
+use crate::roles::http::Running;
 
 /// Every test is bounded by this, so a regression fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(60);

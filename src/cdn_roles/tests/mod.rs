@@ -13,8 +13,8 @@ use http_body_util::BodyExt;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::body::Body;
 use crate::cdn::{Container, Video};
+use crate::roles::http::Body;
 use crate::testing::TempDir;
 
 /// The paper's ladder, 2-second chunks: segments of 125 000, 250 000 and 500 000 bytes.

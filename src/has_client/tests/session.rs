@@ -245,7 +245,8 @@ async fn an_hls_session_through_a_router_plays_in_real_time() {
         .all(|s| s.version == Version::HTTP_11));
 
     // The summary file is what `cdnlab run` collects.
-    crate::run::summary::write_client_summary(&out.0, &summary).unwrap();
+    let client = crate::roles::summary::ClientSummary::of("client1", &summary).unwrap();
+    crate::roles::summary::write(&out.0, &client).unwrap();
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.0.join("summary.json")).unwrap())
             .unwrap();

@@ -5,7 +5,8 @@ use super::{ControllerConfig, Mode};
 use crate::icn::control::check_periods;
 use crate::pricing::cabp::PriceRange;
 use crate::pricing::ldp::LdpParams;
-use crate::role_config::Keys;
+use crate::roles::config::Keys;
+use crate::roles::control::DEFAULT_CONTROL_PORT;
 use std::time::Duration;
 use toml::Table;
 
@@ -64,7 +65,7 @@ pub fn config(table: &Table) -> Result<ControllerConfig, String> {
         aggregate_theta_bar: aggregate_theta_bar(&keys)?,
         ldp,
         p_const: keys.number("p_const")?.unwrap_or(0.3),
-        control_port: keys.port("control_port", 4433)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
     })
 }
 

@@ -35,7 +35,7 @@ impl Peer {
     {
         if self.client.is_none() {
             let addr = format!("{}:{port}", self.name);
-            let connect = crate::fog_roles::cloud::connect(&addr, &self.name, id);
+            let connect = crate::roles::control::connect(&addr, &self.name, id);
             self.client = tokio::time::timeout(limit, connect).await.ok()?.ok();
         }
         let answer = tokio::time::timeout(limit, self.client.as_ref()?.call(request)).await;

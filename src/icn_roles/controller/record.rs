@@ -108,7 +108,7 @@ impl Recorder {
             )
         });
         if let Err(e) = written {
-            eprintln!("controller: writing {}: {e}", dir.display());
+            tracing::warn!("controller: writing {}: {e}", dir.display());
         }
     }
 

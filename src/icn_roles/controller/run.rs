@@ -4,7 +4,6 @@
 use super::peers::{call_all, Peer};
 use super::record::{Period, Recorder, Tick};
 use super::{ControllerConfig, Mode};
-use crate::cdn_roles::run::load_identity;
 use crate::control::Identity;
 use crate::icn::control::{parm_input, region_shares, site_shares, ParmSettings, Window};
 use crate::icn_roles::messages::{
@@ -12,6 +11,8 @@ use crate::icn_roles::messages::{
 };
 use crate::pricing::ldp::ldp;
 use crate::pricing::parm;
+use crate::roles::control::load_identity;
+use crate::roles::env::NodeEnv;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -74,7 +75,7 @@ impl Controller {
         let prices = match self.config.mode {
             Mode::Parm => match ldp(theta, &self.config.users, &self.config.ldp) {
                 Ok(prices) => {
-                    eprintln!(
+                    tracing::info!(
                         "controller: LDP at {t_s:.1} s: variance {:.4} → {} prices {:?}",
                         prices.variance,
                         if prices.location_dependent {
@@ -87,7 +88,7 @@ impl Controller {
                     prices.prices
                 }
                 Err(e) => {
-                    eprintln!("controller: LDP at {t_s:.1} s failed ({e}); prices unchanged");
+                    tracing::warn!("controller: LDP at {t_s:.1} s failed ({e}); prices unchanged");
                     return;
                 }
             },
@@ -143,7 +144,7 @@ impl Controller {
         let mapping = match solved {
             Ok(mapping) => mapping,
             Err(e) => {
-                eprintln!(
+                tracing::warn!(
                     "controller: PARM at {t_s:.1} s: {e}; the borders keep the last valid rules"
                 );
                 period.error = Some(e.to_string());
@@ -152,7 +153,7 @@ impl Controller {
             }
         };
         let version = self.install(&mapping.alpha).await;
-        eprintln!(
+        tracing::info!(
             "controller: PARM at {t_s:.1} s: rules {version} installed (objective {:.3})",
             mapping.objective
         );
@@ -177,9 +178,9 @@ impl Controller {
             match answer {
                 Some(BorderResponse::Installed { .. }) => {}
                 Some(BorderResponse::Refused(e)) => {
-                    eprintln!("controller: {} refused rules {version}: {e}", peer.name)
+                    tracing::warn!("controller: {} refused rules {version}: {e}", peer.name)
                 }
-                _ => eprintln!(
+                _ => tracing::warn!(
                     "controller: {} did not take rules {version}; it keeps its last ones",
                     peer.name
                 ),
@@ -237,7 +238,7 @@ impl Controller {
                 parm_window = Window::new(s, n, l);
             }
             if let Err(e) = self.recorder.save(&config) {
-                eprintln!("controller: writing results: {e}");
+                tracing::warn!("controller: writing results: {e}");
             }
         }
     }
@@ -245,15 +246,13 @@ impl Controller {
 
 pub async fn run(
     config: ControllerConfig,
+    env: &NodeEnv,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), String> {
-    let node = crate::probe::node_name();
-    let identity = load_identity(Some(&node))?;
-    let out = std::env::var_os("CDNLAB_OUT_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
+    let identity = load_identity(env)?;
+    let out = env.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let peers = |names: &[String]| names.iter().map(|name| Peer::new(name)).collect();
-    eprintln!(
+    tracing::info!(
         "controller: mode {:?}; SM every {:?}, PARM every {:?}, LDP every {:?}; sites {}; borders {}",
         config.mode,
         config.sm_period,

@@ -19,7 +19,7 @@ use toml::{Table, Value};
 
 use crate::cdn::BaseUrl;
 use crate::icn::Name;
-use crate::role_config::Keys;
+use crate::roles::config::Keys;
 
 const KEYS: &[&str] = &[
     "port",

@@ -11,10 +11,10 @@ use tokio::sync::watch;
 
 use super::{start, Route, RouterConfig, STATS_PATH};
 use crate::cdn::BaseUrl;
-use crate::cdn_roles::http::error;
-use crate::cdn_roles::run::{spawn_http, Running};
-use crate::cdn_roles::{Body, ServeOptions};
 use crate::icn::Name;
+use crate::roles::http::semantics::error;
+use crate::roles::http::{spawn_http, Running};
+use crate::roles::http::{Body, ServeOptions};
 
 /// Every test is bounded by this, so a regression fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -204,7 +204,7 @@ async fn a_miss_is_fetched_once_then_hit() {
         assert_eq!(first.site.as_deref(), Some("site-test"));
         assert_eq!(
             first.router.as_deref(),
-            Some(crate::probe::node_name().as_str())
+            Some(crate::roles::env::node_name().as_str())
         );
         let second = lab.get("/app1/obj42").await;
         assert_eq!(second.status, StatusCode::OK);

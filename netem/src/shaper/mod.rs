@@ -274,5 +274,4 @@ fn rate_departure(now: u64, delay: i64, last: Option<u64>, packet_time: u64) -> 
 }
 
 #[cfg(test)]
-#[path = "shaper_tests.rs"]
 mod tests;

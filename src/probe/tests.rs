@@ -264,7 +264,8 @@ fn client_role_writes_its_summary() {
     assert!(max > 0.0 && max <= took_ms, "{max} ms within {took_ms} ms");
 
     let dir = temp_dir("client");
-    let path = crate::run::summary::write_client_summary(&dir, &summary).unwrap();
+    let client = crate::roles::summary::ClientSummary::of("c1", &summary).unwrap();
+    let path = crate::roles::summary::write(&dir, &client).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["node"], "c1");
@@ -272,7 +273,7 @@ fn client_role_writes_its_summary() {
     assert_eq!(json["rtt_loss_rate"], 0.0);
     assert!(json.get("error").is_none());
     // serde_json parses floats to within an ulp, so compare the exact fields.
-    let parsed: ClientSummary = serde_json::from_str(&text).unwrap();
+    let parsed: ProbeSummary = serde_json::from_str(&text).unwrap();
     assert_eq!(parsed.goodput_bytes, summary.goodput_bytes);
     assert_eq!(parsed.goodput_direction, Some(Direction::Download));
     assert_eq!(parsed.stream_sent, Some(200));

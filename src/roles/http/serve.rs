@@ -18,7 +18,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
 use super::body::Body;
-use super::http::{strip_for_head, target};
+use super::semantics::{strip_for_head, target};
 
 /// How long in-flight requests may take to finish after shutdown is asked; below the 3 s
 /// `cdnlab down` waits before SIGKILL, so logs are flushed by an orderly exit.
@@ -98,7 +98,7 @@ where
                 Err(e) => {
                     // Out of descriptors or a connection reset before accept: keep serving
                     // the connections we have and try again shortly.
-                    eprintln!("{}: accept: {e}", options.role);
+                    tracing::warn!("{}: accept: {e}", options.role);
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 }
@@ -131,7 +131,7 @@ where
                             .get(hyper::header::CONTENT_LENGTH)
                             .and_then(|v| v.to_str().ok())
                             .unwrap_or("-");
-                        eprintln!(
+                        tracing::info!(
                             "{role}: {method} {target} {} {bytes}",
                             response.status().as_u16()
                         );
@@ -205,19 +205,6 @@ async fn idle_for(in_progress: &mut watch::Receiver<usize>, limit: Duration) {
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     // The guard `wait_for` returns is dropped here, not held across an await.
     let _ = stop.wait_for(|stopping| *stopping).await.map(|_| ());
-}
-
-/// Resolves on SIGTERM (what `cdnlab down` sends) or SIGINT.
-pub async fn shutdown_signal() -> io::Result<impl Future<Output = ()>> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    Ok(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    })
 }
 
 #[cfg(test)]

@@ -1,16 +1,24 @@
-//! Typed reading of a role's TOML `config` table, shared by every role binary (`probe`,
-//! `has-client`, the CDN roles), so that all of them accept the same forms and every error
-//! names its key.
+//! Typed reading of a role's TOML `config` table, shared by every role binary, so
+//! that all of them accept the same forms and every error names its file and key.
 //!
 //! Topology variables substitute into strings only, so wherever an integer, a number or a
 //! boolean is expected a string holding one is accepted too (`segments = "${chunks}"`). Times are
 //! tc units (`"30s"`). Unknown keys are refused (`Keys::only`), so a typo never silently falls
 //! back to a default.
 
+use std::path::Path;
 use std::time::Duration;
 
 use netem::units::parse_duration_ns;
 use toml::{Table, Value};
+
+/// Reads a node's config file into a table; errors name the file, and the line and column
+/// of a TOML syntax error.
+pub fn read_table(path: &Path) -> Result<Table, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    text.parse().map_err(|e| format!("{}: {e}", path.display()))
+}
 
 /// A config table (or a nested one) and the name its keys are reported under.
 pub struct Keys<'a> {

@@ -174,5 +174,4 @@ fn tc_percent(probability: f64) -> String {
 }
 
 #[cfg(test)]
-#[path = "kernel_tests.rs"]
 mod tests;

@@ -1,0 +1,14 @@
+//! HTTP for every role: the server (hyper, HTTP/1.1 and h2c on one port, graceful shutdown),
+//! response bodies that never hold a whole segment, the HTTP semantics answers follow, and how
+//! a client's errors read.
+
+pub mod body;
+mod error_causes;
+mod running;
+pub mod semantics;
+mod serve;
+
+pub use body::Body;
+pub use error_causes::describe;
+pub use running::{serve_until_stopped, spawn_http, Running};
+pub use serve::{serve_http, ServeOptions, KEEP_ALIVE_TIMEOUT, SHUTDOWN_GRACE};

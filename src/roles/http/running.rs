@@ -1,0 +1,100 @@
+//! A role's HTTP server running in the background: started by `spawn_http`, stopped by
+//! `Running::stop` or when the role's shutdown signal arrives (`Running::run_until`).
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::serve::{serve_http, ServeOptions};
+use super::Body;
+use crate::control::ServerHandle;
+use crate::roles::Shutdown;
+
+/// A role server running in the background.
+pub struct Running {
+    /// Where HTTP listens (the real port when bound to port 0).
+    pub http: SocketAddr,
+    /// Where the control service listens, for the dRR and dCS.
+    pub control: Option<SocketAddr>,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<io::Result<()>>,
+}
+
+impl Running {
+    /// Stops accepting, drains in-flight requests (bounded), closes the control service.
+    pub async fn stop(self) -> Result<(), String> {
+        let _ = self.stop.send(());
+        join(self.task).await
+    }
+
+    /// Runs until `shutdown` resolves (then stops gracefully) or the server fails.
+    pub async fn run_until(mut self, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+        tokio::select! {
+            () = shutdown => self.stop().await,
+            finished = &mut self.task => join_result(finished),
+        }
+    }
+}
+
+async fn join(task: JoinHandle<io::Result<()>>) -> Result<(), String> {
+    join_result(task.await)
+}
+
+fn join_result(result: Result<io::Result<()>, tokio::task::JoinError>) -> Result<(), String> {
+    match result {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("HTTP server: {e}")),
+        Err(e) => Err(format!("HTTP server task: {e}")),
+    }
+}
+
+/// Listens on `http` and serves `handler` in a task; `control` (if any) lives as long.
+pub async fn spawn_http<H, Fut>(
+    http: SocketAddr,
+    handler: H,
+    options: ServeOptions,
+    control: Option<ServerHandle>,
+) -> Result<Running, String>
+where
+    H: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = hyper::Response<Body>> + Send + 'static,
+{
+    let listener = TcpListener::bind(http)
+        .await
+        .map_err(|e| format!("listening for HTTP on {http}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let control_addr = control.as_ref().map(ServerHandle::local_addr);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let result = serve_http(listener, handler, options, async {
+            let _ = stopped.await;
+        })
+        .await;
+        drop(control);
+        result
+    });
+    Ok(Running {
+        http: local,
+        control: control_addr,
+        stop,
+        task,
+    })
+}
+
+/// Waits for `starting` (a role may take a while before it serves: an exchange, a
+/// registration) and runs what it started until `shutdown`; a shutdown while starting ends
+/// the role at once.
+pub async fn serve_until_stopped(
+    mut shutdown: Shutdown,
+    starting: impl Future<Output = Result<Running, String>>,
+) -> Result<(), String> {
+    let running = tokio::select! {
+        running = starting => running?,
+        () = &mut shutdown => return Ok(()),
+    };
+    running.run_until(shutdown).await
+}
