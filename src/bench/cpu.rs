@@ -51,7 +51,7 @@ impl Point {
 pub fn run(options: &BenchOptions) -> Result<Report> {
     let title = "CPU of the userspace shaper".to_string();
     let target = format!("≤ {TARGET_CORES_PER_100} cores per 100 Mbit/s forwarded.");
-    if choose_backend(&options.link_backend)? == Backend::Kernel {
+    if choose_backend(options.link_backend)? == Backend::Kernel {
         return Ok(Report {
             name: "cpu",
             title,

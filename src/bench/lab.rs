@@ -68,7 +68,7 @@ impl BenchLab {
         let state = lab::up(
             topology,
             &UpOptions {
-                link_backend: options.link_backend.clone(),
+                link_backend: options.link_backend,
                 out_dir: None,
                 seed: SEED,
             },

@@ -35,8 +35,8 @@ pub const BY_NAME_ONLY: [&str; 1] = ["http"];
 pub struct BenchOptions {
     /// Fewer samples and shorter runs: a smoke test, not a measurement.
     pub quick: bool,
-    /// `auto`, `kernel` or `userspace`, as `cdnlab up --link-backend`.
-    pub link_backend: String,
+    /// As `cdnlab up --link-backend`.
+    pub link_backend: crate::lab::BackendChoice,
 }
 
 /// Whether a benchmark met its target, and the numbers that say so.
@@ -112,7 +112,7 @@ pub fn run_one(name: &str, options: &BenchOptions) -> Result<Report> {
         ))),
     }?;
     // `http` and `icn` run on loopback and `parm` is a computation: no emulated link.
-    let backend = crate::lab::links::choose_backend(&options.link_backend).ok();
+    let backend = crate::lab::links::choose_backend(options.link_backend).ok();
     if let Some(backend) = backend.filter(|_| !["http", "icn", "parm"].contains(&name)) {
         report
             .setup
