@@ -146,7 +146,7 @@ pub fn run(names: &[&str], options: &BenchOptions, mut emit: impl FnMut(&Report)
             Ok(report) => emit(&report),
             Err(e) if interrupt::interrupted() => return Err(e),
             Err(e) => {
-                eprintln!("cdnlab bench {name}: {e}");
+                tracing::error!("bench {name} failed: {e}");
                 failures.push(format!("{name}: {e}"));
             }
         }
@@ -162,9 +162,9 @@ pub fn run(names: &[&str], options: &BenchOptions, mut emit: impl FnMut(&Report)
     }
 }
 
-/// A progress line on stderr, so stdout holds only the reports.
+/// A progress line in the log (stderr), so stdout holds only the reports.
 fn progress(message: impl AsRef<str>) {
-    eprintln!("bench: {}", message.as_ref());
+    tracing::info!("{}", message.as_ref());
 }
 
 #[cfg(test)]
