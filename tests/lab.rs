@@ -519,7 +519,9 @@ fn scripts_change_delay_and_bandwidth() {
 /// Plain `ping` (receive times from the kernel's stamps, not `-U`) across a link of 5 ms each
 /// way shows the configured 10 ms: the shaper holds packets before the receiving namespace, so
 /// the receiver stamps each one when it really arrives. The median of 50 pings must be within
-/// 0.3 ms of 10 ms and no ping may come back early.
+/// 0.3 ms of 10 ms, and no ping may come back earlier than the shaper's design allows: a
+/// wake-up releases what is due within the next 50 µs (`DEFAULT_RELEASE_WINDOW_NS`), so each
+/// direction may be up to 0.05 ms early — 9.9 ms at the least (one run showed 9.99 ms).
 #[test]
 fn plain_ping_shows_the_configured_round_trip() {
     if !can_run_labs() {
@@ -553,8 +555,9 @@ delay = "5ms"
         (p50 - 10.0).abs() <= 0.3,
         "median {p50} ms, configured 10 ms:\n{out}"
     );
+    let window_ms = netem::daemon::DEFAULT_RELEASE_WINDOW_NS as f64 / 1e6;
     assert!(
-        min >= 10.0,
-        "a ping came back in {min} ms, under the configured 10 ms"
+        min >= 10.0 - 2.0 * window_ms,
+        "a ping came back in {min} ms, earlier than 10 ms less two release windows"
     );
 }

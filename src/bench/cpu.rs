@@ -51,7 +51,7 @@ impl Point {
 pub fn run(options: &BenchOptions) -> Result<Report> {
     let title = "CPU of the userspace shaper".to_string();
     let target = format!("≤ {TARGET_CORES_PER_100} cores per 100 Mbit/s forwarded.");
-    if choose_backend(&options.link_backend)? == Backend::Kernel {
+    if choose_backend(options.link_backend)? == Backend::Kernel {
         return Ok(Report {
             name: "cpu",
             title,
@@ -72,31 +72,52 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
     };
     let mut points = Vec::new();
     for rate_mbit in RATES_MBIT {
-        let rate_bps = rate_mbit.map(|r| r * 1_000_000);
-        let limit = rate_bps.map_or(UNLIMITED_LIMIT, limit_for);
-        progress(format!(
-            "cpu: {}, {seconds} s",
-            rate_mbit.map_or("no rate limit".to_string(), |r| format!("{r} Mbit/s"))
-        ));
-        let result = flow(
-            LAB,
-            &core_link(rate_bps, limit),
-            seconds,
-            warmup,
-            None,
-            None,
-            options,
-        )?;
-        let steady = result
-            .steady
-            .ok_or_else(|| Error("the lab runs no shaper (not the userspace backend?)".into()))?;
-        points.push(Point {
-            rate_mbit,
-            congestion_control: result.congestion_control.clone(),
-            goodput_mbps: result.goodput.goodput_mbps,
-            steady,
-        });
+        points.push(measure(rate_mbit, seconds, warmup, options)?);
     }
+    Ok(Report {
+        name: "cpu",
+        title,
+        setup: setup(seconds, warmup),
+        table: table(&points),
+        target,
+        verdict: verdict(&points),
+    })
+}
+
+/// One flow through a link of `rate_mbit`, with the shaper's CPU over its steady part.
+fn measure(
+    rate_mbit: Option<u64>,
+    seconds: f64,
+    warmup: f64,
+    options: &BenchOptions,
+) -> Result<Point> {
+    let rate_bps = rate_mbit.map(|r| r * 1_000_000);
+    let limit = rate_bps.map_or(UNLIMITED_LIMIT, limit_for);
+    progress(format!(
+        "cpu: {}, {seconds} s",
+        rate_mbit.map_or("no rate limit".to_string(), |r| format!("{r} Mbit/s"))
+    ));
+    let result = flow(
+        LAB,
+        &core_link(rate_bps, limit),
+        seconds,
+        warmup,
+        None,
+        None,
+        options,
+    )?;
+    let steady = result
+        .steady
+        .ok_or_else(|| Error("the lab runs no shaper (not the userspace backend?)".into()))?;
+    Ok(Point {
+        rate_mbit,
+        congestion_control: result.congestion_control.clone(),
+        goodput_mbps: result.goodput.goodput_mbps,
+        steady,
+    })
+}
+
+fn table(points: &[Point]) -> Table {
     let mut table = Table::new(&[
         "rate",
         "sender's TCP",
@@ -110,7 +131,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         "CPU per data packet (µs)",
         "machine CPU (cores)",
     ]);
-    for p in &points {
+    for p in points {
         table.push(vec![
             p.rate_mbit
                 .map_or("unlimited (delay only)".to_string(), |r| {
@@ -128,6 +149,10 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             num(Some(p.steady.machine_cores), 2),
         ]);
     }
+    table
+}
+
+fn verdict(points: &[Point]) -> Verdict {
     let misses: Vec<String> = points
         .iter()
         .filter(|p| p.per_100() > TARGET_CORES_PER_100)
@@ -143,32 +168,29 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         })
         .collect();
     let worst = points.iter().map(Point::per_100).fold(0.0, f64::max);
-    Ok(Report {
-        name: "cpu",
-        title,
-        setup: vec![
-            "Path client — router — server; the router—server link has 20 ms of delay each way \
-             and the rate (queue limit as in `rate`; 10000 packets without a rate). Both \
-             directions of that link pass through the shaper: data one way, ACKs the other."
-                .into(),
-            format!(
-                "One `probe goodput` download (the namespace's default congestion control), \
-                 {warmup} s warmup then {seconds} s measured. From \
-                 1 s after the warmup until 0.5 s before the end, the shaper's utime + stime \
-                 (/proc/PID/stat, all threads) and its count of frame bytes on the data's \
-                 direction are sampled; cores per 100 Mbit/s divides the one by the other \
-                 (Mbit/s of Ethernet frames, as the rate counts them). Data packets are wire \
-                 packets; queue entries count a GSO packet (taken whole on loss-free queues) \
-                 once. Machine CPU: both CPUs' busy time together (/proc/stat), the kernel's \
-                 forwarding and both probes included. TCP buffer maxima raised as in `rate`."
-            ),
-        ],
-        table,
-        target,
-        verdict: if misses.is_empty() {
-            Verdict::Met(format!("at most {worst:.3} cores per 100 Mbit/s"))
-        } else {
-            Verdict::Missed(misses.join("; "))
-        },
-    })
+    if misses.is_empty() {
+        Verdict::Met(format!("at most {worst:.3} cores per 100 Mbit/s"))
+    } else {
+        Verdict::Missed(misses.join("; "))
+    }
+}
+
+fn setup(seconds: f64, warmup: f64) -> Vec<String> {
+    vec![
+        "Path client — router — server; the router—server link has 20 ms of delay each way \
+         and the rate (queue limit as in `rate`; 10000 packets without a rate). Both \
+         directions of that link pass through the shaper: data one way, ACKs the other."
+            .into(),
+        format!(
+            "One `probe goodput` download (the namespace's default congestion control), \
+             {warmup} s warmup then {seconds} s measured. From \
+             1 s after the warmup until 0.5 s before the end, the shaper's utime + stime \
+             (/proc/PID/stat, all threads) and its count of frame bytes on the data's \
+             direction are sampled; cores per 100 Mbit/s divides the one by the other \
+             (Mbit/s of Ethernet frames, as the rate counts them). Data packets are wire \
+             packets; queue entries count a GSO packet (taken whole on loss-free queues) \
+             once. Machine CPU: both CPUs' busy time together (/proc/stat), the kernel's \
+             forwarding and both probes included. TCP buffer maxima raised as in `rate`."
+        ),
+    ]
 }

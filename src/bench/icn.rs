@@ -554,7 +554,7 @@ mod tests {
     fn measure() {
         let options = super::BenchOptions {
             quick: std::env::var_os("CDNLAB_BENCH_QUICK").is_some(),
-            link_backend: "auto".into(),
+            link_backend: crate::lab::BackendChoice::Auto,
         };
         let report = super::run(&options).expect("the benchmark runs");
         println!("{}", report.render());

@@ -48,24 +48,44 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
     let count: usize = if options.quick { 200 } else { 5000 };
     let mut points = Vec::new();
     for distribution in Distribution::ALL {
-        progress(format!("jitter: {}, {count} pings", distribution.name()));
-        let core = format!(
-            "from.server = {{ delay = \"{DELAY_MS}ms\", jitter = \"{JITTER_MS}ms\", distribution = \"{}\" }}",
-            distribution.name()
-        );
-        let lab = BenchLab::up(&chain(LAB, "", &core), options)?;
-        let report = lab.client_rtt(count as u64, INTERVAL, false)?;
-        let model_stdev = lab
-            .shaper_seed("router-server", "server")
-            .and_then(|seed| replay_stdev(distribution, seed, report.sent));
-        lab.down()?;
-        points.push(Point {
-            distribution,
-            implied: implied_jitter(distribution, JITTER_MS),
-            model_stdev,
-            report,
-        });
+        points.push(measure(distribution, count, options)?);
     }
+    Ok(Report {
+        name: "jitter",
+        title: "RTT spread vs the spread netem's distribution tables imply".into(),
+        setup: setup(count),
+        table: table(&points),
+        target: format!(
+            "measured RTT σ within ±{:.0}% of the implied σ, or within the 95% sampling range \
+             where that is wider, for every distribution (the issue gives no number).",
+            TOLERANCE * 100.0
+        ),
+        verdict: verdict(&points),
+    })
+}
+
+/// `count` pings across a link jittered with `distribution`, with the spread the model gives.
+fn measure(distribution: Distribution, count: usize, options: &BenchOptions) -> Result<Point> {
+    progress(format!("jitter: {}, {count} pings", distribution.name()));
+    let core = format!(
+        "from.server = {{ delay = \"{DELAY_MS}ms\", jitter = \"{JITTER_MS}ms\", distribution = \"{}\" }}",
+        distribution.name()
+    );
+    let lab = BenchLab::up(&chain(LAB, "", &core), options)?;
+    let report = lab.client_rtt(count as u64, INTERVAL, false)?;
+    let model_stdev = lab
+        .shaper_seed("router-server", "server")
+        .and_then(|seed| replay_stdev(distribution, seed, report.sent));
+    lab.down()?;
+    Ok(Point {
+        distribution,
+        implied: implied_jitter(distribution, JITTER_MS),
+        model_stdev,
+        report,
+    })
+}
+
+fn table(points: &[Point]) -> Table {
     let mut table = Table::new(&[
         "distribution",
         "replies",
@@ -78,7 +98,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         "model σ, same seed (ms)",
         "measured / model",
     ]);
-    for p in &points {
+    for p in points {
         let summary = p.report.rtt_ms;
         let range = stdev_sampling_halfwidth(p.implied.kurtosis, p.report.received as usize);
         table.push(vec![
@@ -97,6 +117,10 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             ),
         ]);
     }
+    table
+}
+
+fn verdict(points: &[Point]) -> Verdict {
     let misses: Vec<String> = points
         .iter()
         .filter(|p| p.ratio().is_none_or(|r| (r - 1.0).abs() > p.tolerance()))
@@ -114,45 +138,38 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         .iter()
         .filter_map(|p| p.ratio().map(|r| (r - 1.0).abs()))
         .fold(0.0, f64::max);
-    Ok(Report {
-        name: "jitter",
-        title: "RTT spread vs the spread netem's distribution tables imply".into(),
-        setup: vec![
-            format!(
-                "Path client — router — server; only the server → router direction is \
-                 impaired: delay {DELAY_MS} ms, jitter {JITTER_MS} ms, no correlation. The RTT's \
-                 spread is that direction's delay spread (the rest of the path adds µs)."
-            ),
-            format!(
-                "`probe rtt`: {count} UDP echoes, one every {INTERVAL}. Implied σ and mean are \
-                 computed from the same 4096-entry tables tc loads (netem::distribution), so \
-                 the clamping at ±4σ and the Pareto tables' skew are included; uniform is \
-                 σ/√3."
-            ),
-            "95% sampling range: how far a sample stdev of this many draws from the table \
-             strays from the table's own, by the delta method (Var s ≈ σ²(κ−1)/4n)."
-                .into(),
-            "Model σ, same seed: the stdev of the delays netem's model (netem::shaper) draws \
-             for as many packets with the seed this run's queue had — the delays this very run \
-             should have applied, so measured / model is the emulation's own error, free of \
-             sampling (— on the kernel backend, whose random numbers cannot be replayed)."
-                .into(),
-        ],
-        table,
-        target: format!(
-            "measured RTT σ within ±{:.0}% of the implied σ, or within the 95% sampling range \
-             where that is wider, for every distribution (the issue gives no number).",
-            TOLERANCE * 100.0
+    if misses.is_empty() {
+        Verdict::Met(format!(
+            "the largest deviation is {:.1}% of the implied σ",
+            worst * 100.0
+        ))
+    } else {
+        Verdict::Missed(misses.join("; "))
+    }
+}
+
+fn setup(count: usize) -> Vec<String> {
+    vec![
+        format!(
+            "Path client — router — server; only the server → router direction is \
+             impaired: delay {DELAY_MS} ms, jitter {JITTER_MS} ms, no correlation. The RTT's \
+             spread is that direction's delay spread (the rest of the path adds µs)."
         ),
-        verdict: if misses.is_empty() {
-            Verdict::Met(format!(
-                "the largest deviation is {:.1}% of the implied σ",
-                worst * 100.0
-            ))
-        } else {
-            Verdict::Missed(misses.join("; "))
-        },
-    })
+        format!(
+            "`probe rtt`: {count} UDP echoes, one every {INTERVAL}. Implied σ and mean are \
+             computed from the same 4096-entry tables tc loads (netem::distribution), so \
+             the clamping at ±4σ and the Pareto tables' skew are included; uniform is \
+             σ/√3."
+        ),
+        "95% sampling range: how far a sample stdev of this many draws from the table \
+         strays from the table's own, by the delta method (Var s ≈ σ²(κ−1)/4n)."
+            .into(),
+        "Model σ, same seed: the stdev of the delays netem's model (netem::shaper) draws \
+         for as many packets with the seed this run's queue had — the delays this very run \
+         should have applied, so measured / model is the emulation's own error, free of \
+         sampling (— on the kernel backend, whose random numbers cannot be replayed)."
+            .into(),
+    ]
 }
 
 /// The stdev, in ms, of the delays `netem::shaper::LinkShaper` gives `count` packets with

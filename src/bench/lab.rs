@@ -68,7 +68,7 @@ impl BenchLab {
         let state = lab::up(
             topology,
             &UpOptions {
-                link_backend: options.link_backend.clone(),
+                link_backend: options.link_backend,
                 out_dir: None,
                 seed: SEED,
             },
@@ -206,7 +206,7 @@ impl Drop for BenchLab {
     fn drop(&mut self) {
         if !self.down {
             if let Err(e) = lab::teardown::teardown(&self.state) {
-                eprintln!("warning: removing benchmark lab `{}`: {e}", self.state.lab);
+                tracing::warn!("removing benchmark lab `{}`: {e}", self.state.lab);
             }
         }
     }

@@ -44,42 +44,60 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
     let count: u64 = if options.quick { 2_000 } else { 50_000 };
     let mut points = Vec::new();
     for loss in LOSSES {
-        progress(format!(
-            "loss: {}, {count} datagrams at {RATE_PPS}/s",
-            format_percent(loss)
-        ));
-        let core = if loss > 0.0 {
-            format!("from.server = {{ loss = \"{}\" }}", format_percent(loss))
-        } else {
-            String::new()
-        };
-        let lab = BenchLab::up(&chain(LAB, "", &core), options)?;
-        let target = format!("server:{PORT}");
-        let count_text = count.to_string();
-        let rate_text = RATE_PPS.to_string();
-        let report: StreamReport = lab.probe(
-            "client",
-            &[
-                "stream",
-                "--target",
-                &target,
-                "--count",
-                &count_text,
-                "--rate-pps",
-                &rate_text,
-            ],
-        )?;
-        let shaper_dropped = lab.shaper_status()?.and_then(|r| {
-            r.queues
-                .map(|queues| queues.iter().map(|q| q.stats.dropped_loss).sum())
-        });
-        lab.down()?;
-        points.push(Point {
-            loss,
-            report,
-            shaper_dropped,
-        });
+        points.push(measure(loss, count, options)?);
     }
+    Ok(Report {
+        name: "loss",
+        title: "configured vs measured random loss".into(),
+        setup: setup(count),
+        table: table(&points),
+        target: "the configured loss lies inside the 95% confidence interval of the measured \
+                 loss, at every setting including the baseline (0%)."
+            .into(),
+        verdict: verdict(&points),
+    })
+}
+
+/// `count` echoed datagrams across a link that loses `loss` of them.
+fn measure(loss: f64, count: u64, options: &BenchOptions) -> Result<Point> {
+    progress(format!(
+        "loss: {}, {count} datagrams at {RATE_PPS}/s",
+        format_percent(loss)
+    ));
+    let core = if loss > 0.0 {
+        format!("from.server = {{ loss = \"{}\" }}", format_percent(loss))
+    } else {
+        String::new()
+    };
+    let lab = BenchLab::up(&chain(LAB, "", &core), options)?;
+    let target = format!("server:{PORT}");
+    let count_text = count.to_string();
+    let rate_text = RATE_PPS.to_string();
+    let report: StreamReport = lab.probe(
+        "client",
+        &[
+            "stream",
+            "--target",
+            &target,
+            "--count",
+            &count_text,
+            "--rate-pps",
+            &rate_text,
+        ],
+    )?;
+    let shaper_dropped = lab.shaper_status()?.and_then(|r| {
+        r.queues
+            .map(|queues| queues.iter().map(|q| q.stats.dropped_loss).sum())
+    });
+    lab.down()?;
+    Ok(Point {
+        loss,
+        report,
+        shaper_dropped,
+    })
+}
+
+fn table(points: &[Point]) -> Table {
     let mut table = Table::new(&[
         "configured",
         "sent",
@@ -90,7 +108,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         "shaper's loss drops",
         "achieved rate (pkt/s)",
     ]);
-    for p in &points {
+    for p in points {
         let percent = |x: f64| format!("{:.3}%", x * 100.0);
         table.push(vec![
             if p.loss == 0.0 {
@@ -109,6 +127,10 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             format!("{:.0}", p.report.achieved_pps),
         ]);
     }
+    table
+}
+
+fn verdict(points: &[Point]) -> Verdict {
     let misses: Vec<String> = points
         .iter()
         .filter(|p| !p.consistent())
@@ -122,30 +144,25 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             )
         })
         .collect();
-    Ok(Report {
-        name: "loss",
-        title: "configured vs measured random loss".into(),
-        setup: vec![
-            "Path client — router — server; only the server → router direction (the echoes) \
-             has loss, so round-trip loss is that direction's loss."
-                .into(),
-            format!(
-                "`probe stream`: {count} UDP datagrams of 200 bytes at {RATE_PPS}/s, each \
-                 echoed; 95% CI is Wilson's score interval of the binomial. The baseline row \
-                 shows losses of the measurement itself."
-            ),
-            "Shaper's loss drops: the userspace shaper's own count of packets it dropped for \
-             loss; equal to `lost` when nothing else lost packets."
-                .into(),
-        ],
-        table,
-        target: "the configured loss lies inside the 95% confidence interval of the measured \
-                 loss, at every setting including the baseline (0%)."
+    if misses.is_empty() {
+        Verdict::Met("every configured value lies inside its interval".into())
+    } else {
+        Verdict::Missed(misses.join("; "))
+    }
+}
+
+fn setup(count: u64) -> Vec<String> {
+    vec![
+        "Path client — router — server; only the server → router direction (the echoes) \
+         has loss, so round-trip loss is that direction's loss."
             .into(),
-        verdict: if misses.is_empty() {
-            Verdict::Met("every configured value lies inside its interval".into())
-        } else {
-            Verdict::Missed(misses.join("; "))
-        },
-    })
+        format!(
+            "`probe stream`: {count} UDP datagrams of 200 bytes at {RATE_PPS}/s, each \
+             echoed; 95% CI is Wilson's score interval of the binomial. The baseline row \
+             shows losses of the measurement itself."
+        ),
+        "Shaper's loss drops: the userspace shaper's own count of packets it dropped for \
+         loss; equal to `lost` when nothing else lost packets."
+            .into(),
+    ]
 }

@@ -34,8 +34,8 @@ pub const BY_NAME_ONLY: [&str; 1] = ["http"];
 pub struct BenchOptions {
     /// Fewer samples and shorter runs: a smoke test, not a measurement.
     pub quick: bool,
-    /// `auto`, `kernel` or `userspace`, as `cdnlab up --link-backend`.
-    pub link_backend: String,
+    /// As `cdnlab up --link-backend`.
+    pub link_backend: crate::lab::BackendChoice,
 }
 
 /// Whether a benchmark met its target, and the numbers that say so.
@@ -111,7 +111,7 @@ pub fn run_one(name: &str, options: &BenchOptions) -> Result<Report> {
         ))),
     }?;
     // `http` and `icn` run on loopback and `parm` is a computation: no emulated link.
-    let backend = crate::lab::links::choose_backend(&options.link_backend).ok();
+    let backend = crate::lab::links::choose_backend(options.link_backend).ok();
     if let Some(backend) = backend.filter(|_| !["http", "icn", "parm"].contains(&name)) {
         report
             .setup
@@ -145,7 +145,7 @@ pub fn run(names: &[&str], options: &BenchOptions, mut emit: impl FnMut(&Report)
             Ok(report) => emit(&report),
             Err(e) if interrupt::interrupted() => return Err(e),
             Err(e) => {
-                eprintln!("cdnlab bench {name}: {e}");
+                tracing::error!("bench {name} failed: {e}");
                 failures.push(format!("{name}: {e}"));
             }
         }
@@ -161,9 +161,9 @@ pub fn run(names: &[&str], options: &BenchOptions, mut emit: impl FnMut(&Report)
     }
 }
 
-/// A progress line on stderr, so stdout holds only the reports.
+/// A progress line in the log (stderr), so stdout holds only the reports.
 fn progress(message: impl AsRef<str>) {
-    eprintln!("bench: {}", message.as_ref());
+    tracing::info!("{}", message.as_ref());
 }
 
 #[cfg(test)]

@@ -293,6 +293,21 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             points.extend(flows_at(rate_mbit, true, seconds, warmup, options)?);
         }
     }
+    Ok(Report {
+        name: "rate",
+        title: "one TCP flow's goodput vs the configured rate, and vs the kernel's TBF".into(),
+        setup: setup(seconds, warmup),
+        table: table(&points),
+        target: format!(
+            "{TARGET_LOW}–{TARGET_HIGH}% of the rate from 1 to {TARGET_UP_TO_MBIT} Mbit/s; \
+             report where it falls off; at 1 Gbit/s ≥ {GIGABIT_TARGET}% for the flow that \
+             keeps the link busy ({LOSS_BASED})."
+        ),
+        verdict: verdict(&points),
+    })
+}
+
+fn table(points: &[Point]) -> Table {
     let mut table = Table::new(&[
         "rate",
         "by",
@@ -309,7 +324,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         "NFQUEUE overruns",
         "machine CPU (cores)",
     ]);
-    for p in &points {
+    for p in points {
         let count = |v: Option<u64>| v.map_or("—".to_string(), |n| n.to_string());
         table.push(vec![
             format!("{} Mbit/s", p.rate_mbit),
@@ -323,7 +338,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             if p.tbf {
                 "(anchor)".to_string()
             } else {
-                num(p.vs_tbf(&points), 3)
+                num(p.vs_tbf(points), 3)
             },
             p.result.steady.map_or("—".to_string(), |s| {
                 format!("{:.1}%", s.link_mbps() / p.rate_mbit as f64 * 100.0)
@@ -341,55 +356,48 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
                 .map_or("—".to_string(), |s| format!("{:.2}", s.machine_cores)),
         ]);
     }
-    Ok(Report {
-        name: "rate",
-        title: "one TCP flow's goodput vs the configured rate, and vs the kernel's TBF".into(),
-        setup: vec![
-            "Path client — router — server; the router—server link has the rate and 20 ms of \
-             delay in each direction (RTT 40 ms), the client—router link nothing."
-                .into(),
-            format!(
-                "Queue limit: 2 × the bandwidth-delay product in 1514-byte frames (at least \
-                 {MIN_LIMIT}): netem's limit also counts the packets waiting out the delay."
-            ),
-            format!(
-                "`probe goodput`: one download (server → client), {warmup} s of warmup then \
-                 {seconds} s measured by the receiver; once with the namespace's default \
-                 congestion control, once with {LOSS_BASED} (set in the sender's namespace) \
-                 unless that is the default. The client's and server's namespaces have their \
-                 TCP buffer maxima (tcp_rmem, tcp_wmem) raised to {} MB, so the window never \
-                 caps a flow below the rate.",
-                TCP_BUFFER_MAX >> 20
-            ),
-            format!(
-                "Anchor (`by` kernel TBF) at {}: the link's shaper queue has the delay only \
-                 (same limit) and the rate is a kernel `tbf` qdisc on the server's veth to the \
-                 router (rate, limit = the same number of 1514-byte frames, burst = 1 ms of the \
-                 rate); `vs kernel TBF` is the shaper row's goodput over the TBF row's with the \
-                 same congestion control, in the same run.",
-                TBF_RATES_MBIT.map(|r| format!("{r} Mbit/s")).join(" and ")
-            ),
-            format!(
-                "TCP ceiling: 1448 payload bytes per 1514-byte frame = {:.1}% of the rate, \
-                 since netem's rate counts Ethernet frames.",
-                TCP_CEILING * 100.0
-            ),
-            "Link carried: the frame bytes the shaper accepted on the data's direction, per \
-             second of the flow's steady state (1 s after the warmup to 0.5 s before the end), \
-             as % of the rate — retransmissions and headers included; below 100% the link sat \
-             idle. Mean frame: those bytes per wire packet (1514 = full segments; a GSO packet \
-             counts as its segments). Machine CPU: how busy both CPUs were together over that \
-             interval (/proc/stat), the kernel's packet work and both probes included."
-                .into(),
-        ],
-        table,
-        target: format!(
-            "{TARGET_LOW}–{TARGET_HIGH}% of the rate from 1 to {TARGET_UP_TO_MBIT} Mbit/s; \
-             report where it falls off; at 1 Gbit/s ≥ {GIGABIT_TARGET}% for the flow that \
-             keeps the link busy ({LOSS_BASED})."
+    table
+}
+
+fn setup(seconds: f64, warmup: f64) -> Vec<String> {
+    vec![
+        "Path client — router — server; the router—server link has the rate and 20 ms of \
+         delay in each direction (RTT 40 ms), the client—router link nothing."
+            .into(),
+        format!(
+            "Queue limit: 2 × the bandwidth-delay product in 1514-byte frames (at least \
+             {MIN_LIMIT}): netem's limit also counts the packets waiting out the delay."
         ),
-        verdict: verdict(&points),
-    })
+        format!(
+            "`probe goodput`: one download (server → client), {warmup} s of warmup then \
+             {seconds} s measured by the receiver; once with the namespace's default \
+             congestion control, once with {LOSS_BASED} (set in the sender's namespace) \
+             unless that is the default. The client's and server's namespaces have their \
+             TCP buffer maxima (tcp_rmem, tcp_wmem) raised to {} MB, so the window never \
+             caps a flow below the rate.",
+            TCP_BUFFER_MAX >> 20
+        ),
+        format!(
+            "Anchor (`by` kernel TBF) at {}: the link's shaper queue has the delay only \
+             (same limit) and the rate is a kernel `tbf` qdisc on the server's veth to the \
+             router (rate, limit = the same number of 1514-byte frames, burst = 1 ms of the \
+             rate); `vs kernel TBF` is the shaper row's goodput over the TBF row's with the \
+             same congestion control, in the same run.",
+            TBF_RATES_MBIT.map(|r| format!("{r} Mbit/s")).join(" and ")
+        ),
+        format!(
+            "TCP ceiling: 1448 payload bytes per 1514-byte frame = {:.1}% of the rate, \
+             since netem's rate counts Ethernet frames.",
+            TCP_CEILING * 100.0
+        ),
+        "Link carried: the frame bytes the shaper accepted on the data's direction, per \
+         second of the flow's steady state (1 s after the warmup to 0.5 s before the end), \
+         as % of the rate — retransmissions and headers included; below 100% the link sat \
+         idle. Mean frame: those bytes per wire packet (1514 = full segments; a GSO packet \
+         counts as its segments). Machine CPU: how busy both CPUs were together over that \
+         interval (/proc/stat), the kernel's packet work and both probes included."
+            .into(),
+    ]
 }
 
 /// Judged for each congestion control separately: the target holds if it holds for one flow

@@ -2,7 +2,8 @@
 //! `docker-compose.yml`): its entrypoint, its healthcheck, run-time link changes through
 //! `docker exec`, and the one-shot issuing of the control plane's certificates.
 
-use super::{usage_error, Failure};
+use super::topology_args::EmulationArgs;
+use super::{failure, parse_duration, usage_error, Failure};
 use crate::container::entry::{self, Program, RunOptions};
 use crate::container::links::{self, state_dir, ContainerState};
 use crate::container::spec::{parse_net, parse_route, NetSpec, RouteSpec};
@@ -61,12 +62,8 @@ pub struct RunArgs {
     /// A static route, `SUBNET=GATEWAY`. Repeatable.
     #[arg(long = "route", value_name = "SUBNET=GATEWAY", value_parser = parse_route)]
     routes: Vec<RouteSpec>,
-    /// Link emulation: tc-netem, the userspace shaper, or whichever the kernel allows.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "kernel", "userspace"])]
-    link_backend: String,
-    /// Seed of the link emulation's random numbers (loss, jitter).
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    emulation: EmulationArgs,
     /// The cdnlab role to run (ucs, dcs, urr, drr, has-client, probe).
     #[arg(long, requires = "role_config", conflicts_with = "command")]
     role: Option<String>,
@@ -91,10 +88,7 @@ pub fn run(verb: ContainerVerb) -> Result<(), Failure> {
             if state_dir().join("ready").is_file() {
                 Ok(())
             } else {
-                Err(Failure {
-                    message: "not ready yet".into(),
-                    status: 1,
-                })
+                Err(failure("not ready yet"))
             }
         }
         ContainerVerb::Link(LinkVerb::Set(args)) => {
@@ -130,8 +124,7 @@ pub fn run(verb: ContainerVerb) -> Result<(), Failure> {
 }
 
 fn run_container(args: RunArgs) -> Result<(), Failure> {
-    let ready_timeout = netem::units::parse_duration_ns(&args.ready_timeout)
-        .map_err(|e| usage_error(format!("--ready-timeout: {e}")))?;
+    let ready_timeout = parse_duration("--ready-timeout", &args.ready_timeout)?;
     let program = match (args.role, args.role_config) {
         (Some(role), Some(config)) => Program::Role { role, config },
         _ if !args.command.is_empty() => Program::Command(args.command),
@@ -140,11 +133,11 @@ fn run_container(args: RunArgs) -> Result<(), Failure> {
     let status = entry::run(&RunOptions {
         nets: args.nets,
         routes: args.routes,
-        link_backend: args.link_backend,
-        seed: args.seed,
+        link_backend: args.emulation.link_backend,
+        seed: args.emulation.seed,
         program,
         ready_tcp: args.ready_tcp,
-        ready_timeout: std::time::Duration::from_nanos(ready_timeout),
+        ready_timeout,
     })?;
     if status == 0 {
         Ok(())

@@ -1,6 +1,6 @@
 //! `cdnlab link set|show|reset`: read and change impairments while the lab runs.
 
-use super::{node_names, resolve_lab, usage_error, Failure};
+use super::{load_lab, node_names, usage_error, Failure, LabFlag};
 use crate::lab::{self, events, links, LabState};
 use crate::topology::{self, SegmentKind};
 use clap::{Args, Subcommand};
@@ -12,25 +12,27 @@ pub enum LinkVerb {
     Set(Box<SetArgs>),
     /// Show every direction's impairments (and the shaper's counters).
     Show {
-        #[arg(long)]
-        lab: Option<String>,
+        #[command(flatten)]
+        lab: LabFlag,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
     /// Remove the impairments of one link (A B) or of every link.
     Reset {
-        #[arg(long)]
-        lab: Option<String>,
+        #[command(flatten)]
+        lab: LabFlag,
+        /// One end of the link (default: every link).
         a: Option<String>,
+        /// The other end.
         b: Option<String>,
     },
 }
 
 #[derive(Args)]
 pub struct SetArgs {
-    /// The lab (default: the only one up).
-    #[arg(long)]
-    lab: Option<String>,
+    #[command(flatten)]
+    lab: LabFlag,
     /// One end of the link.
     a: String,
     /// The other end.
@@ -49,18 +51,11 @@ pub fn run(verb: LinkVerb) -> Result<(), Failure> {
     match verb {
         LinkVerb::Set(args) => set(*args),
         LinkVerb::Show { lab, json } => {
-            let state = load(&resolve_lab(lab)?)?;
+            let state = load_lab(&lab.resolve()?)?;
             super::status::print_links(&state, json)
         }
-        LinkVerb::Reset { lab, a, b } => reset(&resolve_lab(lab)?, a, b),
+        LinkVerb::Reset { lab, a, b } => reset(&lab.resolve()?, a, b),
     }
-}
-
-pub fn load(lab: &str) -> Result<LabState, Failure> {
-    LabState::load(lab).map_err(|e| Failure {
-        message: e.to_string(),
-        status: 1,
-    })
 }
 
 fn node_index(state: &LabState, name: &str) -> Result<usize, Failure> {
@@ -101,7 +96,7 @@ fn link_between(state: &LabState, a: &str, b: &str) -> Result<usize, Failure> {
 fn set(args: SetArgs) -> Result<(), Failure> {
     // The flags first: a bad value is a usage error whether or not the lab is up.
     let change = args.change.to_change().map_err(usage_error)?;
-    let mut state = load(&resolve_lab(args.lab)?)?;
+    let mut state = load_lab(&args.lab.resolve()?)?;
     if change.is_empty() {
         return Err(usage_error(
             "nothing to change: give --delay, --jitter, --loss, --rate, --limit, …",
@@ -146,7 +141,7 @@ fn set(args: SetArgs) -> Result<(), Failure> {
 }
 
 fn reset(lab: &str, a: Option<String>, b: Option<String>) -> Result<(), Failure> {
-    let mut state = load(lab)?;
+    let mut state = load_lab(lab)?;
     let segments: Vec<usize> = match (a, b) {
         (Some(a), Some(b)) => vec![link_between(&state, &a, &b)?],
         (None, None) => (0..state.topology.segments.len()).collect(),

@@ -1,7 +1,6 @@
 //! `cdnlab status` and `cdnlab link show`: the lab as it is now.
 
-use super::link::load;
-use super::Failure;
+use super::{load_lab, resolve_lab, Failure};
 use crate::lab::{shaper, sys, Backend, LabState};
 use serde_json::{json, Value};
 
@@ -54,8 +53,18 @@ fn links_json(state: &LabState) -> Vec<Value> {
         .collect()
 }
 
-pub fn status(lab: &str, as_json: bool) -> Result<(), Failure> {
-    let state = load(lab)?;
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    /// The lab to show (default: the only one up).
+    lab: Option<String>,
+    /// Print JSON (nodes, processes, links, the shaper) instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: StatusArgs) -> Result<(), Failure> {
+    let state = load_lab(&resolve_lab(args.lab)?)?;
+    let as_json = args.json;
     let shaper_json = state
         .shaper
         .as_ref()

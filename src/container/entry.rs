@@ -28,7 +28,7 @@ pub enum Program {
 pub struct RunOptions {
     pub nets: Vec<NetSpec>,
     pub routes: Vec<RouteSpec>,
-    pub link_backend: String,
+    pub link_backend: crate::lab::BackendChoice,
     pub seed: u64,
     pub program: Program,
     /// The container is ready once this TCP port accepts on loopback.
@@ -60,7 +60,7 @@ pub fn run(options: &RunOptions) -> Result<i32> {
             None,
         )?;
     }
-    let backend = links::choose_backend(&options.link_backend)?;
+    let backend = links::choose_backend(options.link_backend)?;
     let state = ContainerState::new(backend, &options.nets, ifnames);
     state.save()?;
     let mut shaper = links::install(&state, options.seed, stderr_file()?)?;

@@ -10,7 +10,7 @@ use super::spec::NetSpec;
 use crate::lab::links::{apply_netem, choose_backend_with, ingress_queue_rule, update_queue_rule};
 use crate::lab::shaper;
 use crate::lab::sys::{self, Error, Result};
-use crate::lab::Backend;
+use crate::lab::{Backend, BackendChoice};
 use netem::daemon::{DaemonConfig, QueueSpec, Request, Response};
 use netem::{Impairments, ImpairmentsChange};
 use serde::{Deserialize, Serialize};
@@ -110,7 +110,7 @@ pub fn netem_works() -> bool {
 }
 
 /// Chooses the backend as `--link-backend` asks (`auto`: tc-netem when the kernel has it).
-pub fn choose_backend(requested: &str) -> Result<Backend> {
+pub fn choose_backend(requested: BackendChoice) -> Result<Backend> {
     choose_backend_with(requested, netem_works)
 }
 

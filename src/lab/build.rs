@@ -4,7 +4,9 @@
 use super::links::{self, hub_bridge_name, hub_port_name, IPTABLES};
 use super::process;
 use super::rtnetlink::{self, Request};
-use super::state::{lab_dir, netns_of_hub, netns_of_node, Backend, LabState, NETNS_PREFIX};
+use super::state::{
+    lab_dir, netns_of_hub, netns_of_node, Backend, BackendChoice, LabState, NETNS_PREFIX,
+};
 use super::sys::{self, err, Result};
 use super::{interrupt, shaper, teardown};
 use crate::roles::ROLES;
@@ -13,8 +15,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub struct UpOptions {
-    /// `auto`, `kernel` or `userspace`.
-    pub link_backend: String,
+    pub link_backend: BackendChoice,
     /// Where clients write results; defaults to the lab's state directory.
     pub out_dir: Option<PathBuf>,
     /// Seeds the link emulation's random numbers (loss, jitter).
@@ -88,7 +89,7 @@ pub fn existing_netns() -> Vec<String> {
 
 /// Brings the lab up and returns its state; on failure nothing is left behind.
 pub fn up(topology: Topology, options: &UpOptions) -> Result<LabState> {
-    let backend = links::choose_backend(&options.link_backend)?;
+    let backend = links::choose_backend(options.link_backend)?;
     preflight(&topology, backend)?;
     let lab = topology.name.clone();
     let mut namespaces: Vec<String> = topology

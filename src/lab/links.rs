@@ -8,7 +8,7 @@
 //! does not count it) and has not yet reached the receiver, which stamps it on arrival after
 //! the hold: `ping` and every receive timestamp see the configured delay.
 
-use super::state::{netns_of_hub, netns_of_node, Backend, Direction, LabState};
+use super::state::{netns_of_hub, netns_of_node, Backend, BackendChoice, Direction, LabState};
 use super::sys::{self, err, Result};
 use crate::topology::Topology;
 use netem::Impairments;
@@ -206,32 +206,29 @@ pub fn set_direction(state: &mut LabState, index: usize, new: Impairments) -> Re
 }
 
 /// Chooses the backend: `auto` takes the kernel's when `sch_netem` is there.
-pub fn choose_backend(requested: &str) -> Result<Backend> {
+pub fn choose_backend(requested: BackendChoice) -> Result<Backend> {
     choose_backend_with(requested, netem::kernel::netem_available)
 }
 
 /// Chooses the backend, asking `netem_available` whether the kernel can run tc-netem.
 pub fn choose_backend_with(
-    requested: &str,
+    requested: BackendChoice,
     netem_available: impl FnOnce() -> bool,
 ) -> Result<Backend> {
     match requested {
-        "auto" => Ok(if netem_available() {
+        BackendChoice::Auto => Ok(if netem_available() {
             Backend::Kernel
         } else {
             Backend::Userspace
         }),
-        "kernel" => {
+        BackendChoice::Kernel => {
             if netem_available() {
                 Ok(Backend::Kernel)
             } else {
                 err("--link-backend kernel: this kernel has no sch_netem (tc-netem); use --link-backend userspace or auto")
             }
         }
-        "userspace" => Ok(Backend::Userspace),
-        other => err(format!(
-            "--link-backend `{other}`: expected auto, kernel or userspace"
-        )),
+        BackendChoice::Userspace => Ok(Backend::Userspace),
     }
 }
 

@@ -13,6 +13,6 @@ pub mod sys;
 pub mod teardown;
 
 pub use build::{up, UpOptions};
-pub use state::{Backend, LabState};
+pub use state::{Backend, BackendChoice, LabState};
 pub use sys::{Error, Result};
 pub use teardown::{clean, down};

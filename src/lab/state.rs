@@ -39,6 +39,28 @@ impl Backend {
     }
 }
 
+/// The backend `--link-backend` asks for: one of the two, or whichever the kernel allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendChoice {
+    /// tc-netem when the kernel has `sch_netem`, the userspace shaper otherwise.
+    Auto,
+    /// tc-netem in the kernel (fails without `sch_netem`).
+    Kernel,
+    /// The userspace shaper (NFQUEUE and the `cdnlab-shaper` daemon).
+    Userspace,
+}
+
+impl BackendChoice {
+    /// The flag's value, for a `cdnlab` command line this one starts.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Kernel => "kernel",
+            BackendChoice::Userspace => "userspace",
+        }
+    }
+}
+
 /// A process the lab started, identified by pid and start time so that a recycled pid is
 /// never mistaken for ours.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -27,12 +27,12 @@ pub mod tcp;
 #[cfg(test)]
 mod tests;
 
+pub use crate::stats::{mean, percentile, stdev, Summary};
 pub use client::{run_client, ProbeSummary};
 pub use config::{parse_role_config, ClientRole, RoleConfig, ServerRole};
 pub use echo::wait_for_echo;
 pub use goodput::{measure_goodput, Direction, GoodputOptions, GoodputReport};
 pub use rtt::{measure_rtt, RttOptions, RttReport};
 pub use server::{serve, RunningServer, ServeOptions, ServeStats, Server};
-pub use crate::stats::{mean, percentile, stdev, Summary};
 pub use stream::{measure_stream, DelayVariation, StreamOptions, StreamReport};
 pub use target::{resolve_target, split_target, DEFAULT_PORT};

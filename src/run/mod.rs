@@ -33,7 +33,7 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
     )?;
     let up_options = lab::UpOptions {
         out_dir: Some(out.join("nodes")),
-        link_backend: options.up.link_backend.clone(),
+        link_backend: options.up.link_backend,
         seed: options.up.seed,
     };
     let started = std::time::SystemTime::now();

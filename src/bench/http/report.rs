@@ -1,0 +1,130 @@
+//! The benchmark's report: one row per case, how it was measured, and the verdict.
+
+use super::nginx::FAST_STATIC_SETUP;
+use super::pinning::Pinning;
+use super::tools::Tools;
+use super::wrk::{Load, WRK_CONNECTIONS, WRK_THREADS};
+use crate::bench::{Report, Verdict};
+use crate::table::{num, Table};
+
+/// The issue's target: at least nginx's rate in every row.
+const TARGET_RATIO: f64 = 1.0;
+
+/// How long each wrk run lasts and how many rounds alternate between the servers.
+#[derive(Clone, Copy)]
+pub(super) struct Effort {
+    pub(super) seconds: u32,
+    pub(super) rounds: u32,
+}
+
+/// One case measured: the medians of its rounds and their spread.
+pub(super) struct Row {
+    pub(super) label: String,
+    /// The cdnlab server's name.
+    pub(super) ours_name: &'static str,
+    pub(super) nginx: Load,
+    pub(super) ours: Load,
+    /// ` (MIN–MAX)` of requests per second over the rounds.
+    pub(super) nginx_spread: String,
+    pub(super) ours_spread: String,
+}
+
+impl Row {
+    fn ratio(&self) -> f64 {
+        self.ours.requests_per_s / self.nginx.requests_per_s
+    }
+}
+
+pub(super) fn report(rows: &[Row], effort: &Effort, pinning: &Pinning, tools: &Tools) -> Report {
+    Report {
+        name: "http",
+        title: "HTTP serving vs nginx".into(),
+        setup: setup(effort, pinning, tools),
+        table: table(rows),
+        target: format!("≥ {TARGET_RATIO:.1} × nginx's requests per second in every row."),
+        verdict: verdict(rows),
+    }
+}
+
+fn table(rows: &[Row]) -> Table {
+    let mut table = Table::new(&[
+        "object",
+        "nginx req/s",
+        "cdnlab req/s",
+        "ratio",
+        "nginx CPU (cores)",
+        "cdnlab CPU (cores)",
+        "server CPU busy, nginx / cdnlab (%)",
+        "cdnlab server",
+    ]);
+    for row in rows {
+        let (theirs, ours) = (&row.nginx, &row.ours);
+        table.push(vec![
+            row.label.clone(),
+            format!("{:.0}{}", theirs.requests_per_s, row.nginx_spread),
+            format!("{:.0}{}", ours.requests_per_s, row.ours_spread),
+            format!("{:.2}", row.ratio()),
+            num(theirs.server_cores, 2),
+            num(ours.server_cores, 2),
+            format!(
+                "{} / {}",
+                num(theirs.cpu_busy.map(|b| b * 100.0), 0),
+                num(ours.cpu_busy.map(|b| b * 100.0), 0)
+            ),
+            row.ours_name.to_string(),
+        ]);
+    }
+    table
+}
+
+/// Met when every row's ratio reaches the target (a NaN ratio, no requests, misses it).
+fn verdict(rows: &[Row]) -> Verdict {
+    let below: Vec<String> = rows
+        .iter()
+        .filter(|row| row.ratio().is_nan() || row.ratio() < TARGET_RATIO)
+        .map(|row| format!("{}: {:.2}", row.label, row.ratio()))
+        .collect();
+    let (low, high) = rows
+        .iter()
+        .map(Row::ratio)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
+            (lo.min(r), hi.max(r))
+        });
+    if below.is_empty() {
+        Verdict::Met(format!("ratios {low:.2}–{high:.2}"))
+    } else {
+        Verdict::Missed(format!(
+            "ratios {low:.2}–{high:.2}; below {TARGET_RATIO:.1}: {}",
+            below.join("; ")
+        ))
+    }
+}
+
+fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools) -> Vec<String> {
+    let Effort { seconds, rounds } = effort;
+    vec![
+        format!(
+            "Loopback, HTTP/1.1 keep-alive: `wrk -t{WRK_THREADS} -c{WRK_CONNECTIONS} -d{seconds}s` \
+             against each server in turn, {rounds} round(s) alternating between them; \
+             medians, with the rounds' range of requests per second in parentheses; one \
+             URL per row (the same segment path on both)."
+        ),
+        format!(
+            "Objects: segment 0 of a 2 s video at 400 kbit/s (100 000 bytes) and 2 Mbit/s \
+             (500 000 bytes). nginx serves them as static files ({FAST_STATIC_SETUP}); `ucs` serves \
+             synthetic payloads generated once and kept in memory, or (media_dir rows) the same files, also kept in memory once read."
+        ),
+        "302 row: nginx `return 302 http://127.0.0.1:PORT$request_uri;` against `urr` with \
+         `offload = \"none\"` and one upstream uCS; both send the same Location (nginx adds \
+         its small HTML body, ours has none)."
+            .into(),
+        format!("CPU budget: one worker each (nginx worker_processes 1; our roles' tokio runtime with TOKIO_WORKER_THREADS=1). {}", pinning.describe()),
+        "CPU columns: the server's utime + stime (all its processes and threads) over the run, \
+         from /proc/PID/stat; and how busy the server's CPU was (/proc/stat, all but idle \
+         and iowait), which also counts the loopback's packet processing in softirq that no \
+         process is charged for (and anything else the machine ran there): near 100% means \
+         the server's core, not wrk, was the bottleneck."
+            .into(),
+        format!("{} and wrk from the machine's packages.", tools.nginx_version),
+    ]
+}

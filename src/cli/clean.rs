@@ -1,0 +1,29 @@
+//! `cdnlab clean`: remove what crashed or killed labs left behind, without their topology files.
+
+use super::{check_lab_arg, Failure};
+use crate::lab;
+
+#[derive(clap::Args)]
+pub struct CleanArgs {
+    /// The labs to clean (default: every lab's leftovers).
+    labs: Vec<String>,
+    /// Also remove labs whose owning `cdnlab` process is still running.
+    #[arg(long)]
+    force: bool,
+}
+
+pub fn run(args: CleanArgs) -> Result<(), Failure> {
+    for lab in &args.labs {
+        check_lab_arg(lab)?;
+    }
+    let cleaned = lab::clean(&args.labs, args.force)?;
+    for (lab, pid) in &cleaned.kept_live {
+        println!("kept: lab `{lab}` belongs to a running cdnlab (pid {pid}); stop that, or `cdnlab clean --force {lab}`");
+    }
+    if cleaned.removed.is_empty() {
+        println!("nothing to clean");
+    } else {
+        println!("removed: {}", cleaned.removed.join(", "));
+    }
+    Ok(())
+}

@@ -1,0 +1,41 @@
+//! `cdnlab run`: one whole experiment (up, clients and timeline, results, down) and its table.
+
+use super::topology_args::TopologyArgs;
+use super::{default_out_dir, failure, parse_duration, Failure};
+use crate::lab::interrupt;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    topology: TopologyArgs,
+    /// The run directory (default: results/LAB-UNIXTIME).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Stop clients still running after this long (tc time units).
+    #[arg(long, default_value = "600s")]
+    timeout: String,
+}
+
+pub fn run(args: RunArgs) -> Result<(), Failure> {
+    let client_timeout = parse_duration("--timeout", &args.timeout)?;
+    let topology = args.topology.load()?;
+    let out = args.out.unwrap_or_else(|| default_out_dir(&topology.name));
+    interrupt::install();
+    let summary = crate::run::run(
+        topology,
+        crate::run::RunOptions {
+            up: args.topology.up_options(),
+            out_dir: out.clone(),
+            topology_file: args.topology.topology.clone(),
+            client_timeout,
+        },
+    )?;
+    print!("{}", crate::run::summary::table(&summary));
+    println!("results: {}", out.display());
+    let failed = summary.clients.iter().filter(|c| c.failed).count();
+    if failed > 0 {
+        return Err(failure(format!("{failed} client(s) failed")));
+    }
+    Ok(())
+}

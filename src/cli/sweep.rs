@@ -1,0 +1,123 @@
+//! `cdnlab sweep`: its flags, checked before any run starts; the engine is `crate::sweep`.
+
+use super::{default_out_dir, failure, parse_duration, usage_error, Failure};
+use crate::lab::{interrupt, BackendChoice};
+use crate::topology::{self, LoadOptions};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct SweepArgs {
+    /// The topology file.
+    topology: PathBuf,
+    /// A variable and its values: `--vary internet_delay=0ms,50ms,100ms` (repeatable).
+    #[arg(long, value_name = "KEY=V1,V2,...", value_parser = crate::sweep::grid::parse_vary, required = true)]
+    vary: Vec<(String, Vec<String>)>,
+    /// A variable every run gets.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = topology::parse_set)]
+    set: Vec<(String, String)>,
+    /// How many labs run at once.
+    #[arg(long, default_value_t = 4)]
+    parallel: usize,
+    /// The sweep directory (default: results/sweep-UNIXTIME).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// A metric against a varied variable, tabulated and plotted: `--plot startup_delay_s:internet_delay`.
+    #[arg(long, value_name = "METRIC:VARIABLE")]
+    plot: Vec<String>,
+    /// The client field that names the lines of a plot.
+    #[arg(long, default_value = "policy")]
+    series: String,
+    /// A --vary variable whose values are replicates (e.g. workload traces), not a dimension:
+    /// tables and plots show the mean over them ± the 95% confidence interval.
+    #[arg(long, value_name = "VARIABLE")]
+    replicates: Option<String>,
+    /// Link emulation of every run, as for `up`.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    link_backend: BackendChoice,
+    /// Per run: stop clients still running after this long (tc time units).
+    #[arg(long, default_value = "600s")]
+    timeout: String,
+    /// Run nothing: tabulate and plot the runs already in --out.
+    #[arg(long, requires = "out")]
+    replot: bool,
+}
+
+pub fn run(args: SweepArgs) -> Result<(), Failure> {
+    let plots = parse_plots(&args.plot)?;
+    if let Some(var) = &args.replicates {
+        check_replicates(var, &args.vary, &plots, &args.series)?;
+    }
+    parse_duration("--timeout", &args.timeout)?;
+    check_combinations(&args)?;
+    let out = args.out.unwrap_or_else(|| default_out_dir("sweep"));
+    interrupt::install();
+    let report = crate::sweep::sweep(&crate::sweep::SweepOptions {
+        topology: args.topology,
+        set: args.set,
+        vary: args.vary,
+        parallel: args.parallel,
+        out_dir: out,
+        plots,
+        series: args.series,
+        replicates: args.replicates,
+        replot: args.replot,
+        run_flags: vec![
+            "--link-backend".into(),
+            args.link_backend.name().into(),
+            "--timeout".into(),
+            args.timeout,
+        ],
+    })
+    .map_err(failure)?;
+    print!("{report}");
+    Ok(())
+}
+
+/// Each `--plot METRIC:VARIABLE` as `(METRIC, VARIABLE)`.
+fn parse_plots(plots: &[String]) -> Result<Vec<(String, String)>, Failure> {
+    plots
+        .iter()
+        .map(|p| {
+            p.split_once(':')
+                .map(|(y, x)| (y.to_string(), x.to_string()))
+                .ok_or_else(|| usage_error(format!("--plot `{p}`: expected METRIC:VARIABLE")))
+        })
+        .collect()
+}
+
+/// Loads the file with every combination's variables, so that a bad value stops the sweep
+/// before any run starts.
+fn check_combinations(args: &SweepArgs) -> Result<(), Failure> {
+    for run in crate::sweep::grid::combinations(&args.vary) {
+        let set: Vec<(String, String)> = args.set.iter().cloned().chain(run).collect();
+        topology::load(
+            &args.topology,
+            &LoadOptions {
+                name: None,
+                set: &set,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// The replicate variable must be varied, or there is nothing to average over, and must be
+/// neither a plot's x nor the series, which would split its replicates apart again.
+fn check_replicates(
+    var: &str,
+    vary: &[(String, Vec<String>)],
+    plots: &[(String, String)],
+    series: &str,
+) -> Result<(), Failure> {
+    if !vary.iter().any(|(k, _)| k == var) {
+        return Err(usage_error(format!(
+            "--replicates `{var}`: not a varied variable; give its values with --vary {var}=V1,V2,..."
+        )));
+    }
+    if var == series || plots.iter().any(|(_, x)| x == var) {
+        return Err(usage_error(format!(
+            "--replicates `{var}`: the replicates cannot also be the --series or a --plot variable"
+        )));
+    }
+    Ok(())
+}
