@@ -118,7 +118,7 @@ fn run_command(command: Command) -> Result<(), String> {
                 port,
                 duration: (!duration.is_zero()).then_some(duration),
             };
-            eprintln!("probe: serving UDP echo and TCP on {bind}:{port}");
+            tracing::info!("probe: serving UDP echo and TCP on {bind}:{port}");
             print_json(&probe::serve(&opts).map_err(|e| e.to_string())?)
         }
         Command::Rtt {

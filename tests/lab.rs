@@ -561,3 +561,45 @@ delay = "5ms"
         "a ping came back in {min} ms, earlier than 10 ms less two release windows"
     );
 }
+
+/// `RUST_LOG = "debug"` in a node's `env` gives its log debug lines, each led by an RFC 3339
+/// UTC timestamp; a node without it logs at info (no debug lines).
+#[test]
+fn rust_log_in_a_nodes_env_gives_timestamped_debug_lines() {
+    if !can_run_labs() {
+        return;
+    }
+    let lab = Lab::new(
+        "t-log",
+        r#"
+[nodes.loud]
+role = "ucs"
+env = { RUST_LOG = "debug" }
+ready = { tcp = 80 }
+[nodes.quiet]
+role = "ucs"
+ready = { tcp = 80 }
+[[links]]
+endpoints = ["loud", "quiet"]
+"#,
+    );
+    lab.up();
+    let log = |node: &str| {
+        std::fs::read_to_string(format!("/run/cdnlab/{}/logs/{node}.log", lab.name))
+            .unwrap_or_else(|e| panic!("{node}'s log: {e}"))
+    };
+    let loud = log("loud");
+    let debug = loud
+        .lines()
+        .find(|l| l.contains(" DEBUG "))
+        .unwrap_or_else(|| panic!("no debug line in loud's log:\n{loud}"));
+    let stamp = debug.split_whitespace().next().unwrap_or("");
+    assert!(
+        stamp.len() >= 20 && stamp.as_bytes()[10] == b'T' && stamp.ends_with('Z'),
+        "not an RFC 3339 UTC timestamp: {debug}"
+    );
+    assert!(debug.contains("node Some(\"loud\")"), "{debug}");
+    let quiet = log("quiet");
+    assert!(quiet.contains(" INFO "), "quiet logs at info:\n{quiet}");
+    assert!(!quiet.contains(" DEBUG "), "{quiet}");
+}
