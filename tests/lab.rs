@@ -77,8 +77,13 @@ fn rtt_ms(lab: &Lab, count: &str) -> serde_json::Value {
 /// of 11 runs, at load averages up to 3.9 on 2 CPUs, where the p99 error reached 112 ms. The
 /// median of 30 pings stays within 1 ms unless more than half of them are delayed by over
 /// 1 ms, which none of those runs came near.
-fn rtt_p50_ms(lab: &Lab, count: &str) -> f64 {
-    rtt_ms(lab, count)["p50"].as_f64().expect("p50")
+/// The fastest of `count` pings from client to server: the path's round trip. The probe's
+/// client and server are ordinary processes, so when other tests keep both CPUs busy their
+/// wake-ups add up to a few ms to many pings (seen: median 51.34 ms, fastest 50.75 ms, on a
+/// 50 ms path in a full suite); nothing can make a ping faster than its path, and the shaper
+/// releases at most 50 µs early per direction.
+fn rtt_fastest_ms(lab: &Lab, count: &str) -> f64 {
+    rtt_ms(lab, count)["min"].as_f64().expect("min")
 }
 
 fn median(values: &[f64]) -> f64 {
@@ -111,10 +116,10 @@ fn chain_rtt_goodput_and_runtime_delay_change() {
         .expect("server pid");
 
     // Configured: 5 ms + 10 ms one way, so 30 ms round trip.
-    let rtt = rtt_p50_ms(&lab, "100");
+    let rtt = rtt_fastest_ms(&lab, "100");
     assert!(
         (rtt - 30.0).abs() < 1.0,
-        "median RTT {rtt} ms, configured 30 ms"
+        "fastest RTT {rtt} ms, configured 30 ms"
     );
 
     // One TCP flow through the 20 Mbit/s link.
@@ -161,10 +166,10 @@ fn chain_rtt_goodput_and_runtime_delay_change() {
         "the TCP flow broke when the delay changed: {}",
         String::from_utf8_lossy(&flow.stderr)
     );
-    let rtt = rtt_p50_ms(&lab, "50");
+    let rtt = rtt_fastest_ms(&lab, "50");
     assert!(
         (rtt - 70.0).abs() < 1.0,
-        "median RTT {rtt} ms after the change, configured 70 ms"
+        "fastest RTT {rtt} ms after the change, configured 70 ms"
     );
 
     // Reset removes the impairments entirely: the status says so, and no ping is held back. Any
@@ -328,8 +333,15 @@ fn two_labs_run_side_by_side() {
     run_ok(&[
         "link", "set", "--lab", &two.name, "router", "server", "--delay", "20ms",
     ]);
-    assert!((rtt_p50_ms(&one, "30") - 30.0).abs() < 1.0);
-    assert!((rtt_p50_ms(&two, "30") - 50.0).abs() < 1.0);
+    let (rtt_one, rtt_two) = (rtt_fastest_ms(&one, "30"), rtt_fastest_ms(&two, "30"));
+    assert!(
+        (rtt_one - 30.0).abs() < 1.0,
+        "lab one: fastest RTT {rtt_one} ms, 30 configured"
+    );
+    assert!(
+        (rtt_two - 50.0).abs() < 1.0,
+        "lab two: fastest RTT {rtt_two} ms, 50 configured"
+    );
 }
 
 /// A run with a timeline: the client pings every 10 ms for 2 s while the event at 1 s raises the
@@ -513,7 +525,13 @@ fn scripts_change_delay_and_bandwidth() {
         find("client-router/router").as_deref(),
         Some("delay 5ms rate 5mbit")
     );
-    assert!((rtt_p50_ms(&lab, "30") - 50.0).abs() < 1.0);
+    // The path's round trip is now 2 × (5 + 20) ms. Judged by the fastest of 30 pings: the
+    // probe's client and server are ordinary processes, so when other tests keep both CPUs
+    // busy their wake-ups add up to a few ms to many pings (seen: median 51.34 ms, fastest
+    // 50.75 ms, in a full suite), while nothing can make a ping faster than its path.
+    let rtt = rtt_ms(&lab, "30");
+    let fastest = rtt["min"].as_f64().expect("min");
+    assert!((fastest - 50.0).abs() < 1.0, "RTT after the scripts: {rtt}");
 }
 
 /// Plain `ping` (receive times from the kernel's stamps, not `-U`) across a link of 5 ms each

@@ -58,7 +58,7 @@ impl Start {
 }
 
 /// Runs `role`: parses the command line (`--help` and `--version` print and exit 0), starts
-/// the logs and a two-worker tokio runtime, reads the config table and the environment, and
+/// the logs and a tokio runtime, reads the config table and the environment, and
 /// runs `run` until it returns. An error is printed as `ROLE: message` (the last line of
 /// the node's log) with a failing exit.
 pub fn main<F, Fut>(role: Role, run: F) -> ExitCode
@@ -68,8 +68,8 @@ where
 {
     let args = command(&role).get_matches();
     super::logs::init();
+    // One worker per core, or `TOKIO_WORKER_THREADS` (bench http gives every server one).
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
         .enable_all()
         .build()
     {
