@@ -29,15 +29,31 @@ fn any_port() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
+/// A loopback address of this test process's own, `127.A.B.C` from its pid and a counter. A
+/// port picked on 127.0.0.1 and bound later can be taken in between by an outgoing connection
+/// of a test running beside this one (seen: "Address already in use" in a full suite), since
+/// those take their local ports from the same range; on an address no other process uses,
+/// nothing can.
+fn own_loopback() -> std::net::IpAddr {
+    static NEXT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
+    let pid = std::process::id();
+    let c = NEXT
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        .max(1);
+    let [a, b] = [(1 + pid % 250) as u8, ((pid / 250) % 256) as u8];
+    std::net::IpAddr::from([127, a, b, c])
+}
+
 /// A free TCP port, for a server whose URL must be known before it listens.
 fn free_tcp_port() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
+    std::net::TcpListener::bind((own_loopback(), 0))
         .and_then(|l| l.local_addr())
         .unwrap()
 }
 
+/// A free UDP port, for a control service a peer must know before it listens.
 fn free_udp_port() -> SocketAddr {
-    std::net::UdpSocket::bind("127.0.0.1:0")
+    std::net::UdpSocket::bind((own_loopback(), 0))
         .and_then(|s| s.local_addr())
         .unwrap()
 }
