@@ -39,16 +39,52 @@ pub fn spawn_detached_to(
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err_out);
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    // SAFETY: setsid, close_range and fcntl are async-signal-safe and touch no memory of the
+    // parent.
     unsafe {
         command.pre_exec(|| {
             libc::setsid();
+            close_inherited_on_exec();
             Ok(())
         });
     }
     command
         .spawn()
         .map_err(|e| Error(format!("cannot start `{}`: {e}", argv.join(" "))))
+}
+
+/// Marks every descriptor above stderr close-on-exec in a child about to exec. Descriptors the
+/// orchestrator holds without that flag (a lock taken by `flock LOCK cdnlab up`, a caller's
+/// pipe) would otherwise live on in every node and the shaper until `down`. Marking rather than
+/// closing keeps the standard library's own exec-error pipe working.
+fn close_inherited_on_exec() {
+    // SAFETY: close_range only changes flags of this process's descriptors.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if marked != 0 {
+        // Kernels before 5.11 lack the flag: mark each descriptor under the soft limit.
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the struct it is given; fcntl on a closed fd fails harmlessly.
+        unsafe {
+            let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+                limit.rlim_cur.min(1 << 16) as i32
+            } else {
+                1024
+            };
+            for fd in 3..top {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+    }
 }
 
 pub fn record_of(child: &Child) -> Result<ProcessRecord> {
@@ -240,5 +276,40 @@ fn check_ready(
             full.extend(argv.iter().map(String::as_str));
             Ok(sys::run(&full, None).is_ok())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    /// A descriptor the orchestrator holds without close-on-exec (as `flock LOCK cdnlab up`
+    /// leaves one) is not open in a started process.
+    #[test]
+    fn started_processes_do_not_inherit_descriptors() {
+        let dir = crate::testing::TempDir::new("process-fds");
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let held = std::fs::File::create(dir.0.join("held")).unwrap();
+        // dup gives a descriptor without FD_CLOEXEC, as a shell's redirection would.
+        // SAFETY: dup of an open descriptor; the copy is closed below.
+        let inherited = unsafe { libc::dup(held.as_raw_fd()) };
+        assert!(inherited > 2);
+        let log = dir.0.join("out.log");
+        let argv: Vec<String> = ["sh", "-c", "ls /proc/self/fd"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let status = spawn_detached(&argv, &[], &log).unwrap().wait().unwrap();
+        // SAFETY: closes the copy made above.
+        unsafe { libc::close(inherited) };
+        assert!(status.success());
+        let open: Vec<String> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert!(open.contains(&"1".to_string()), "{open:?}");
+        assert!(!open.contains(&inherited.to_string()), "{open:?}");
     }
 }
