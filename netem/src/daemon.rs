@@ -676,6 +676,17 @@ fn bind_control_socket(path: &Path) -> io::Result<UnixListener> {
                 "another shaper daemon is serving it",
             )));
         }
+        // Only a socket is ever stale: any other file at the path was not left by a daemon.
+        use std::os::unix::fs::FileTypeExt;
+        let kind = std::fs::symlink_metadata(path)
+            .map_err(with_path)?
+            .file_type();
+        if !kind.is_socket() {
+            return Err(with_path(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "a file that is not a socket is in the way; left alone",
+            )));
+        }
         std::fs::remove_file(path).map_err(with_path)?;
     }
     let listener = UnixListener::bind(path).map_err(with_path)?;
@@ -727,6 +738,19 @@ mod tests {
             !socket.exists(),
             "the socket is removed when the daemon stops"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A file in the socket's place that is not a socket is never removed.
+    #[test]
+    fn leaves_a_file_that_is_not_a_socket_alone() {
+        let dir = std::env::temp_dir().join(format!("netem-daemon-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("precious");
+        std::fs::write(&path, "keep me").unwrap();
+        let refused = bind_control_socket(&path).expect_err("refused");
+        assert_eq!(refused.kind(), io::ErrorKind::AlreadyExists, "{refused}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
