@@ -13,6 +13,9 @@ pub const OUT_DIR: &str = "CDNLAB_OUT_DIR";
 /// A directory of certificates that overrides the lab's (in a container: its mounted secrets).
 pub const CERTS: &str = "CDNLAB_CERTS";
 
+/// Tokio's own variable for a multi-threaded runtime's worker count.
+pub const WORKER_THREADS: &str = "TOKIO_WORKER_THREADS";
+
 /// The `CDNLAB_*` variables of this process; an empty value counts as unset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeEnv {
@@ -42,6 +45,22 @@ impl NodeEnv {
     }
 }
 
+/// How many workers tokio would start: `TOKIO_WORKER_THREADS` when it is a positive number,
+/// else one per CPU this process may run on (its affinity and cgroup quota).
+pub fn worker_threads() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    parse_worker_threads(std::env::var(WORKER_THREADS).ok().as_deref(), cpus)
+}
+
+/// `worker_threads` given the variable's value and the CPU count. A value tokio would refuse
+/// is left for tokio to report when it builds its runtime.
+fn parse_worker_threads(value: Option<&str>, cpus: usize) -> usize {
+    value
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(cpus)
+}
+
 /// This node's name as `NodeEnv::node_name` reads it from the process's environment.
 pub fn node_name() -> String {
     NodeEnv::read().node_name()
@@ -60,6 +79,15 @@ fn host_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn worker_threads_is_a_positive_count_else_the_cpus() {
+        assert_eq!(parse_worker_threads(Some("1"), 8), 1);
+        assert_eq!(parse_worker_threads(Some(" 3 "), 8), 3);
+        assert_eq!(parse_worker_threads(None, 8), 8);
+        assert_eq!(parse_worker_threads(Some("0"), 2), 2);
+        assert_eq!(parse_worker_threads(Some("many"), 2), 2);
+    }
 
     #[test]
     fn the_node_name_is_the_variable_else_the_host_name() {

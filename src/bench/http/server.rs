@@ -40,7 +40,7 @@ impl Server {
         let mut command = pinning.command(SERVER_CPU, program);
         command
             .args(args)
-            .env("TOKIO_WORKER_THREADS", "1")
+            .env(crate::roles::env::WORKER_THREADS, "1")
             .stdin(Stdio::null())
             .stdout(file)
             .stderr(stderr)
