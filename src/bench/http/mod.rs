@@ -1,10 +1,10 @@
 //! `bench http`: our content server (`ucs`) and request router (`urr`) against nginx, on
-//! loopback, under the same load from wrk: segment GETs per second for 100 KB and 500 KB
+//! loopback, under the same load from wrk: segment GETs per second for 100 KB, 500 KB and 2 MB
 //! objects (synthetic payloads and files from a media directory) and 302s per second.
 //!
 //! Fairness: every server gets the same CPU budget — one worker (nginx `worker_processes 1`,
-//! our roles' tokio runtime with `TOKIO_WORKER_THREADS=1`; the roles otherwise start one worker
-//! per core) and, on a machine with at least two CPUs, all of its threads pinned to CPU 0 with
+//! our roles' tokio runtime with `TOKIO_WORKER_THREADS=1`, which `roles::main` runs on tokio's
+//! current-thread scheduler; the roles otherwise start one worker per core) and, on a machine with at least two CPUs, all of its threads pinned to CPU 0 with
 //! taskset while wrk runs pinned to CPU 1, so load generator and server never share a core.
 //! nginx is given its usual fast static setup (sendfile, tcp_nopush, open_file_cache, no access
 //! log, keep-alive without a request limit). Needs Debian's `nginx` and `wrk`; it is run by
@@ -27,7 +27,7 @@ use std::path::Path;
 use super::{progress, BenchOptions, Report};
 use crate::lab::{interrupt, sys, Result};
 use client::{check_answer, Expect};
-use objects::{segment_path, write_media, OBJECTS};
+use objects::{segment_path, size_label, write_media, OBJECTS};
 use report::{Effort, Row};
 use role_servers::{ucs_config, urr_config};
 use tools::Tools;
@@ -119,7 +119,7 @@ impl Servers {
         ] {
             for (quality, _, bytes) in OBJECTS {
                 cases.push(Case {
-                    label: format!("{} KB segment, {source}", bytes / 1000),
+                    label: format!("{} segment, {source}", size_label(bytes)),
                     path: segment_path(quality),
                     expect: Expect::Body(bytes),
                     nginx: (&self.nginx, self.nginx_static),

@@ -9,8 +9,20 @@ use crate::lab::{Error, Result};
 /// The benchmark's video.
 const VIDEO: &str = "video";
 /// `(quality id, bitrate, segment bytes)`; segments are sized `bitrate × 2 s / 8`.
-pub(super) const OBJECTS: [(&str, &str, u64); 2] =
-    [("100k", "400kbit", 100_000), ("500k", "2mbit", 500_000)];
+pub(super) const OBJECTS: [(&str, &str, u64); 3] = [
+    ("100k", "400kbit", 100_000),
+    ("500k", "2mbit", 500_000),
+    ("2m", "8mbit", 2_000_000),
+];
+
+/// An object's size as the table names it: `100 KB`, `2 MB` (decimal units, as the sizes are).
+pub(super) fn size_label(bytes: u64) -> String {
+    if bytes >= 1_000_000 && bytes.is_multiple_of(1_000_000) {
+        format!("{} MB", bytes / 1_000_000)
+    } else {
+        format!("{} KB", bytes / 1000)
+    }
+}
 
 /// The URL path of a quality's segment, the same on every server.
 pub(super) fn segment_path(quality: &str) -> String {

@@ -72,5 +72,10 @@ mod tests {
             assert_eq!(video.segment_size(i), Some(*bytes), "{id}");
         }
         assert_eq!(segment_path("100k"), "/video/100k/seg-00000.ts");
+        let labels: Vec<String> = OBJECTS
+            .iter()
+            .map(|o| super::super::objects::size_label(o.2))
+            .collect();
+        assert_eq!(labels, ["100 KB", "500 KB", "2 MB"]);
     }
 }
