@@ -1,6 +1,7 @@
 //! The benchmark's report: one row per case, how it was measured, and the verdict.
 
 use super::nginx::FAST_STATIC_SETUP;
+use super::objects::{size_label, OBJECTS};
 use super::pinning::Pinning;
 use super::tools::Tools;
 use super::wrk::{Load, WRK_CONNECTIONS, WRK_THREADS};
@@ -110,15 +111,15 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools) -> Vec<String> {
              URL per row (the same segment path on both)."
         ),
         format!(
-            "Objects: segment 0 of a 2 s video at 400 kbit/s (100 000 bytes) and 2 Mbit/s \
-             (500 000 bytes). nginx serves them as static files ({FAST_STATIC_SETUP}); `ucs` serves \
-             synthetic payloads generated once and kept in memory, or (media_dir rows) the same files, also kept in memory once read."
+            "Objects: segment 0 of a 2 s video at {}. nginx serves them as static files ({FAST_STATIC_SETUP}); `ucs` serves \
+             synthetic payloads generated once and kept in memory, or (media_dir rows) the same files, also kept in memory once read.",
+            objects_described()
         ),
         "302 row: nginx `return 302 http://127.0.0.1:PORT$request_uri;` against `urr` with \
          `offload = \"none\"` and one upstream uCS; both send the same Location (nginx adds \
          its small HTML body, ours has none)."
             .into(),
-        format!("CPU budget: one worker each (nginx worker_processes 1; our roles' tokio runtime with TOKIO_WORKER_THREADS=1). {}", pinning.describe()),
+        format!("CPU budget: one worker each (nginx worker_processes 1; our roles' tokio runtime with TOKIO_WORKER_THREADS=1, on tokio's current-thread scheduler). {}", pinning.describe()),
         "CPU columns: the server's utime + stime (all its processes and threads) over the run, \
          from /proc/PID/stat; and how busy the server's CPU was (/proc/stat, all but idle \
          and iowait), which also counts the loopback's packet processing in softirq that no \
@@ -127,4 +128,28 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools) -> Vec<String> {
             .into(),
         format!("{} and wrk from the machine's packages.", tools.nginx_version),
     ]
+}
+
+/// `400kbit (100 KB), 2mbit (500 KB) and 8mbit (2 MB)`: each object's bitrate and size.
+fn objects_described() -> String {
+    let each: Vec<String> = OBJECTS
+        .iter()
+        .map(|(_, bitrate, bytes)| format!("{bitrate} ({})", size_label(*bytes)))
+        .collect();
+    match each.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_objects_are_named_with_bitrate_and_size() {
+        assert_eq!(
+            super::objects_described(),
+            "400kbit (100 KB), 2mbit (500 KB) and 8mbit (2 MB)"
+        );
+    }
 }
