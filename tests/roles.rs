@@ -99,3 +99,87 @@ fn rust_log_sets_the_level_and_lines_carry_timestamps() {
     assert_eq!(value["level"], "DEBUG", "{first}");
     assert!(value["timestamp"].is_string(), "{first}");
 }
+
+/// A role asked for one tokio worker runs on the current-thread scheduler (as `bench http`
+/// starts them): it serves and stops cleanly on SIGTERM like one on the multi-threaded runtime.
+#[test]
+fn a_role_with_one_worker_serves_and_stops_on_sigterm() {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::time::{Duration, Instant};
+
+    let dir = std::env::temp_dir().join(format!("cdnlab-one-worker-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A free port may be taken between our probe and the role's bind: try a few.
+    for _attempt in 0..5 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = dir.join("ucs.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "port = {port}\nurl = \"http://127.0.0.1:{port}\"\nvideos = [{{ name = \"v\", segments = 1, segment_duration = \"2s\", qualities = [{{ id = \"q\", bitrate = \"400kbit\" }}] }}]\n"
+            ),
+        )
+        .unwrap();
+        let mut child = KillOnDrop(
+            Command::new(env!("CARGO_BIN_EXE_ucs"))
+                .args(["--config".as_ref(), config.as_os_str()])
+                .env("TOKIO_WORKER_THREADS", "1")
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let start = Instant::now();
+        let stream = loop {
+            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
+                break Some(stream);
+            }
+            if child.0.try_wait().unwrap().is_some() || start.elapsed() > Duration::from_secs(10) {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let Some(mut stream) = stream else {
+            continue;
+        };
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream
+            .write_all(b"GET /v/q/seg-00000.ts HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).unwrap();
+        let head_end = answer
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("a whole response head");
+        let head = String::from_utf8_lossy(&answer[..head_end]).to_lowercase();
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        assert!(head.contains("content-length: 100000"), "{head}");
+        assert_eq!(answer.len() - head_end - 4, 100_000);
+
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        let pid = i32::try_from(child.0.id()).unwrap();
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let status = child.0.wait().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(status.success(), "ucs exited with {status} after SIGTERM");
+        return;
+    }
+    panic!("ucs never listened on a free port in five attempts");
+}
+
+/// A child process killed (if still running) when the test ends, passed or not.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
