@@ -11,6 +11,7 @@
 //! - `icn`, `pricing`: ICN tables, the controller's sums, and location-dependent pricing and
 //!   request mapping (papers/000).
 //! - `fog`: federated fog delivery networks (papers/003).
+//! - `replication`: adaptive replication in a server farm (papers/004).
 //! - `lru`: the LRU caches the others share.
 //! - `stats`: percentiles, means and spreads of measured samples.
 
@@ -20,6 +21,7 @@ pub mod has;
 pub mod icn;
 pub mod lru;
 pub mod pricing;
+pub mod replication;
 pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
