@@ -1,8 +1,8 @@
 //! cdnlab: an emulation testbed for content delivery research.
 //!
-//! - The algorithms (`cdn`, `has`, `icn`, `fog`, `lru`, `stats`, `pricing`) are the sans-IO core
-//!   crate's, `cdnlab_core`, re-exported here; `pricing` adds the files and figures of its
-//!   reproduction.
+//! - The algorithms (`cdn`, `has`, `icn`, `fog`, `lru`, `stats`, `pricing`, `replication`) are
+//!   the sans-IO core crate's, `cdnlab_core`, re-exported here; `pricing` and `replication` add
+//!   the files and figures of their reproductions.
 //! - The role runtime, `roles` (one `main`, environment, config, HTTP, control-plane identity,
 //!   links, client summaries, logs), and the `control` plane it uses.
 //! - The scenario families, side by side on the runtime, none importing another: `cdn_roles`
@@ -31,6 +31,7 @@ pub mod pricing;
 pub mod probe;
 #[cfg(test)]
 mod props;
+pub mod replication;
 pub mod roles;
 pub mod run;
 pub mod sweep;

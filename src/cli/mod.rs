@@ -8,6 +8,7 @@ mod down;
 mod exec;
 mod link;
 mod pricing;
+mod replication;
 mod run;
 mod status;
 mod sweep;
@@ -63,6 +64,10 @@ enum Verb {
     /// Location-dependent pricing and price-aware request mapping (papers/000), offline.
     #[command(subcommand)]
     Pricing(pricing::PricingVerb),
+    /// Adaptive replication in a server farm (loss-network model, optimized and adaptive
+    /// replication, virtual losses), simulated offline.
+    #[command(subcommand)]
+    Replication(replication::ReplicationVerb),
 }
 
 /// Runs the command line; returns the process exit status.
@@ -87,7 +92,11 @@ pub fn main() -> i32 {
 fn dispatch(verb: Verb) -> Result<(), Failure> {
     if !matches!(
         verb,
-        Verb::Down(_) | Verb::Clean(_) | Verb::Container(_) | Verb::Pricing(_)
+        Verb::Down(_)
+            | Verb::Clean(_)
+            | Verb::Container(_)
+            | Verb::Pricing(_)
+            | Verb::Replication(_)
     ) {
         warn_abandoned();
     }
@@ -103,6 +112,7 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
         Verb::Container(verb) => container::run(verb),
         Verb::Bench(args) => bench::run(args),
         Verb::Pricing(verb) => pricing::run(verb),
+        Verb::Replication(verb) => replication::run(verb),
     }
 }
 
