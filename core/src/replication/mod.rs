@@ -9,9 +9,12 @@
 //!   optimized replication; `placement` lays replicas on servers.
 //! - `scheme`, `eviction`, `virtual_loss`: Section V's adaptive schemes — RANDOM, LRL and LFL
 //!   eviction on real and virtual losses, p_c(Z_c) estimated on the fly.
+//! - `coordinator`: the coordinating entity that dispatches requests and adapts; the simulator
+//!   and the real farm's dispatcher both decide through it.
 //! - `farm`, `sim`: the seeded discrete-event simulator; `popularity`: Section IV-C's farms.
 
 pub mod allocation;
+pub mod coordinator;
 pub mod error;
 pub mod eviction;
 pub mod farm;

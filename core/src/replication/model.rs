@@ -88,8 +88,9 @@ pub struct FixedPoint {
 
 /// The fixed point in γ̄ of Section IV-A: γ̄ → ρ_eff = ρ(1 − γ̄/λ̄) → θ_eff → γ_c → γ̄. The map
 /// is decreasing, so its iterates alternate around the fixed point and bracket it; an iterate
-/// that leaves the bracket is replaced by the bracket's midpoint, which keeps the paper's
-/// simple iteration convergent where the map is steep.
+/// that leaves the bracket, or that has not halved it in two iterations, is replaced by the
+/// bracket's midpoint, which keeps the paper's simple iteration convergent where the map is
+/// steep (its slope near or below −1, as in small farms).
 pub fn fixed_point(
     system: &System,
     replication: &[u32],
@@ -108,6 +109,9 @@ pub fn fixed_point(
     };
     let (mut lo, mut hi) = (0.0, lambda_bar);
     let mut x = 0.0;
+    // The bracket's width two iterations back: where the map's slope is near −1 its iterates
+    // alternate without closing in, and then the midpoint is taken instead.
+    let mut widths = [hi - lo; 2];
     for iterations in 1..=200 {
         let (next, rho_eff, theta_eff, gammas) = evaluate(x);
         if (next - x).abs() <= 1e-12 * next.max(1e-300) {
@@ -125,7 +129,9 @@ pub fn fixed_point(
         } else {
             hi = x;
         }
-        x = if next > lo && next < hi {
+        let slow = hi - lo > widths[0] / 2.0;
+        widths = [widths[1], hi - lo];
+        x = if next > lo && next < hi && !slow {
             next
         } else {
             (lo + hi) / 2.0

@@ -6,26 +6,16 @@
 //! time (Λ = Σλ_c, B busy servers), and is an arrival with probability Λ/(Λ + B), else the end
 //! of service of a uniformly random busy server. Each event costs O(d).
 
+use super::coordinator::{Coordinator, Decision, Trigger};
 use super::error::{invalid, ParamError};
-use super::eviction::Evictor;
-use super::farm::{Farm, Observer};
+use super::farm::Observer;
 use super::placement::place;
 use super::scheme::Scheme;
 use super::system::System;
-use super::virtual_loss::{probability, theta_now, MinZStar};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::weighted::WeightedAliasIndex;
 use rand_distr::{Distribution, Exp1};
-
-/// Share of the catalog min z* is averaged over, how often (time units) those least popular
-/// contents are re-ranked, and the weight of each update of the average.
-const MIN_Z_SHARE: f64 = 0.1;
-const MIN_Z_WINDOW: f64 = 20.0;
-const MIN_Z_WEIGHT: f64 = 0.01;
-/// Random idle replicas of a victim tried for one on a server that does not store the lost
-/// content.
-const SLOT_DRAWS: usize = 4;
 
 /// New request rates from time `at` on.
 #[derive(Debug, Clone, PartialEq)]
@@ -181,19 +171,14 @@ fn alias(lambdas: &[f64]) -> Result<(WeightedAliasIndex<f64>, f64), ParamError> 
 /// Runs the farm `system` as `config` says.
 pub fn simulate(system: &System, config: &SimConfig) -> Result<SimResult, ParamError> {
     check(system, config)?;
-    let (n, m, d) = (system.n(), system.m(), system.d());
+    let (n, d) = (system.n(), system.d());
     let mut rng = SmallRng::seed_from_u64(config.seed);
     let slots = place(system, &config.replication, &mut rng)?;
-    let mut farm = Farm::new(n, d, slots);
+    let mut coordinator = Coordinator::new(n, d, slots, config.scheme, config.lfl_tau, &mut rng);
     let (mut table, mut lambda_total) = alias(system.lambdas())?;
     let mut changes = config.changes.clone();
     changes.sort_by(|a, b| a.at.total_cmp(&b.at));
     let mut changes = changes.into_iter().peekable();
-    let mut evictor = config
-        .scheme
-        .map(|s| Evictor::new(s.rule, n, config.lfl_tau, &mut rng));
-    let mut min_z = (config.scheme.is_some_and(|s| s.virtual_losses))
-        .then(|| MinZStar::new(n, MIN_Z_SHARE, MIN_Z_WINDOW, MIN_Z_WEIGHT));
     let mut clock = Clock {
         t: 0.0,
         start: config.warmup,
@@ -221,7 +206,7 @@ pub fn simulate(system: &System, config: &SimConfig) -> Result<SimResult, ParamE
     let mut next_sample = config.sample_every;
     let mut t = 0.0;
     loop {
-        let rate = lambda_total + farm.busy_count() as f64;
+        let rate = lambda_total + coordinator.farm().busy_count() as f64;
         let wait: f64 = Exp1.sample(&mut rng);
         let next = t + wait / rate;
         let change_at = changes.peek().map_or(f64::INFINITY, |c| c.at);
@@ -236,7 +221,7 @@ pub fn simulate(system: &System, config: &SimConfig) -> Result<SimResult, ParamE
             if t >= next_sample {
                 result.samples.push(Sample {
                     t,
-                    replicas: farm.replicas().to_vec(),
+                    replicas: coordinator.farm().replicas().to_vec(),
                     losses: std::mem::replace(&mut interval_losses, vec![0; n]),
                     requests: std::mem::take(&mut interval_requests),
                 });
@@ -252,55 +237,35 @@ pub fn simulate(system: &System, config: &SimConfig) -> Result<SimResult, ParamE
         clock.t = t;
         result.events += 1;
         let measuring = t >= config.warmup;
+        let busy = coordinator.farm().busy_count();
         if rng.random::<f64>() * rate >= lambda_total {
-            let server = farm.busy_server(rng.random_range(0..farm.busy_count()));
-            let c = farm.finish(server, &mut clock);
-            if let Some(min_z) = &mut min_z {
-                let theta = theta_now(farm.busy_count(), m, d);
-                min_z.on_service_end(c, farm.replicas()[c as usize], farm.in_service(c), theta);
-            }
+            let server = coordinator.farm().busy_server(rng.random_range(0..busy));
+            coordinator.finish(server, &mut clock);
             continue;
         }
         let c = table.sample(&mut rng) as u32;
         result.total_requests += 1;
         interval_requests += 1;
+        let step = coordinator.request(c, t, &mut clock, &mut rng);
+        if step.decision == Decision::Lost {
+            interval_losses[c as usize] += 1;
+        }
         if measuring {
             result.requests[c as usize] += 1;
-        }
-        if let Some(min_z) = &mut min_z {
-            min_z.on_request(c, t);
-        }
-        let z = farm.available_count(c);
-        if z == 0 {
-            interval_losses[c as usize] += 1;
-            if measuring {
+            if step.decision == Decision::Lost {
                 result.losses[c as usize] += 1;
             }
-            if let Some(evictor) = &mut evictor {
-                if adapt(&mut farm, evictor, c, t, &mut clock, &mut rng) {
-                    result.copies_after_loss += 1;
-                }
-            }
-            continue;
-        }
-        let virtual_loss = min_z.as_ref().is_some_and(|min_z| {
-            let theta = theta_now(farm.busy_count(), m, d);
-            let (replicas, lambda) = (farm.replicas()[c as usize], farm.in_service(c) as f64);
-            let p = probability(z, replicas, lambda, theta, min_z.value());
-            p > 0.0 && rng.random::<f64>() < p
-        });
-        let slot = farm.idle_slot(c, rng.random_range(0..z as usize));
-        farm.start(slot, c, &mut clock);
-        if virtual_loss {
-            if measuring {
+            if step.virtual_loss {
                 result.virtual_losses[c as usize] += 1;
             }
-            let evictor = evictor.as_mut().expect("virtual losses need a scheme");
-            if adapt(&mut farm, evictor, c, t, &mut clock, &mut rng) {
-                result.copies_after_virtual += 1;
-            }
+        }
+        match step.copy.map(|copy| copy.trigger) {
+            Some(Trigger::Loss) => result.copies_after_loss += 1,
+            Some(Trigger::Virtual) => result.copies_after_virtual += 1,
+            None => {}
         }
     }
+    let farm = coordinator.farm();
     for c in 0..n as u32 {
         clock.available_changes(c, farm.available_count(c));
         clock.replicas_change(c, farm.replicas()[c as usize]);
@@ -309,42 +274,4 @@ pub fn simulate(system: &System, config: &SimConfig) -> Result<SimResult, ParamE
     result.z_time = clock.z_time;
     result.final_replicas = farm.replicas().to_vec();
     Ok(result)
-}
-
-/// The generic adaptive step of Section V-A on a (real or virtual) loss of `c`: the rule picks
-/// an available content with an idle replica on a server not storing c, and c takes its slot.
-/// Returns whether a replica was made.
-fn adapt(
-    farm: &mut Farm,
-    evictor: &mut Evictor,
-    c: u32,
-    t: f64,
-    clock: &mut Clock,
-    rng: &mut SmallRng,
-) -> bool {
-    evictor.record_loss(c, t);
-    let choice = {
-        let farm = &*farm;
-        let find_slot = |victim: u32, rng: &mut SmallRng| {
-            let z = farm.available_count(victim) as usize;
-            (0..SLOT_DRAWS.min(z)).find_map(|_| {
-                let slot = farm.idle_slot(victim, rng.random_range(0..z));
-                (!farm.stores(farm.server_of(slot), c)).then_some(slot)
-            })
-        };
-        evictor.choose(
-            c,
-            farm.available(),
-            |x| farm.is_available(x),
-            find_slot,
-            rng,
-        )
-    };
-    match choice {
-        Some((_, slot)) => {
-            farm.replace(slot, c, clock);
-            true
-        }
-        None => false,
-    }
 }

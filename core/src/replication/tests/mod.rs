@@ -2,6 +2,7 @@
 //! simulator.
 
 mod allocation;
+mod coordinator;
 mod eviction;
 mod model;
 mod sim;

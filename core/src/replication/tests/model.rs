@@ -3,7 +3,8 @@
 use crate::replication::allocation::proportional;
 use crate::replication::gamma::{ln_gamma, EULER};
 use crate::replication::model::*;
-use crate::replication::popularity::zipf_farm;
+use crate::replication::popularity::{zipf, zipf_farm};
+use crate::replication::System;
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs()
@@ -86,4 +87,21 @@ fn the_fixed_point_refuses_a_replication_of_the_wrong_size() {
     let system = zipf_farm(0.8).unwrap();
     let error = fixed_point(&system, &[1, 2], LossForm::Exact).unwrap_err();
     assert!(error.to_string().starts_with("replication:"), "{error}");
+}
+
+/// In a small, loaded farm the map's slope is near −1 and its iterates alternate without
+/// closing in (n = 60, m = 24, d = 6, ρ = 0.9 ran 200 iterations without converging); the
+/// bracket's midpoint then takes over and the fixed point is found, and Eq. 5 with it.
+#[test]
+fn the_fixed_point_converges_in_a_small_loaded_farm() {
+    let system = System::new(zipf(60, 0.8, 0.9 * 24.0 / 60.0), 24, 6).unwrap();
+    let optimized = crate::replication::allocation::optimized(&system).unwrap();
+    let fp = fixed_point(&system, &optimized, LossForm::Asymptotic).unwrap();
+    assert!(fp.iterations < 200);
+    let rho_eff = system.rho() * (1.0 - fp.gamma_bar / system.mean_lambda());
+    let again: f64 = (optimized.iter().zip(system.lambdas()))
+        .map(|(&r, &l)| LossForm::Asymptotic.loss(r, l, theta_eff(rho_eff, system.d())))
+        .sum::<f64>()
+        / system.n() as f64;
+    assert!(close(again, fp.gamma_bar, 1e-9));
 }
