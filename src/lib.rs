@@ -4,9 +4,11 @@
 //!   the sans-IO core crate's, `cdnlab_core`, re-exported here; `pricing` and `replication` add
 //!   the files and figures of their reproductions.
 //! - The role runtime, `roles` (one `main`, environment, config, HTTP, control-plane identity,
-//!   links, client summaries, logs), and the `control` plane it uses.
+//!   links, client summaries, logs), the `control` plane it uses, and `role_configs`, every
+//!   role's config reader by name, so a lab checks its nodes' configs before it starts.
 //! - The scenario families, side by side on the runtime, none importing another: `cdn_roles`
-//!   and `has_client` (interconnected CDNs), `icn_roles` (ICN telco CDN), `fog_roles` (F-FDN).
+//!   and `has_client` (interconnected CDNs), `icn_roles` (ICN telco CDN), `fog_roles` (F-FDN),
+//!   `farm_roles` (the adaptive-replication farm).
 //! - The lab: `topology` reads scenario files; `lab` builds them out of network namespaces, veth
 //!   links and processes (`container`: the same as docker containers); `probe` measures links.
 //! - The tools: `cli` is the `cdnlab` command; `run` plays a scenario's timeline, `sweep` runs
@@ -22,6 +24,7 @@ pub mod cdn_roles;
 pub mod cli;
 pub mod container;
 pub mod control;
+pub mod farm_roles;
 pub mod fog_roles;
 pub mod has_client;
 pub mod icn_roles;
@@ -32,6 +35,7 @@ pub mod probe;
 #[cfg(test)]
 mod props;
 pub mod replication;
+pub mod role_configs;
 pub mod roles;
 pub mod run;
 pub mod sweep;

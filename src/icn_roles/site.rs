@@ -11,6 +11,7 @@
 //! routers' latency probes). Control plane: [`SiteRequest::Measure`].
 
 use super::messages::{Demand, SiteRequest, SiteResponse, SiteUsage};
+use crate::cdn::hashing::hash64;
 use crate::cdn::Payload;
 use crate::control::Callers;
 use crate::roles::config::Keys;
@@ -167,7 +168,11 @@ impl Site {
             .unwrap_or_else(|p| p.into_inner())
             .demand
             .add(app, region, size);
-        let mut response = http::payload(Payload::numbered(name_key(path)), size);
+        let mut response = http::payload(
+            // A stable hash of the name: the same bytes at every site.
+            Payload::numbered(hash64(path.as_bytes())),
+            size,
+        );
         if let Ok(value) = HeaderValue::from_str(&self.node) {
             response.headers_mut().insert("x-icn-site", value);
         }
@@ -198,13 +203,6 @@ impl Site {
             demand,
         }
     }
-}
-
-/// The same name gives the same bytes at every site (FNV-1a of the path).
-fn name_key(path: &str) -> u64 {
-    path.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 pub async fn run(

@@ -9,6 +9,7 @@ use super::state::{
 };
 use super::sys::{self, err, Result};
 use super::{interrupt, shaper, teardown};
+use crate::role_configs;
 use crate::roles::ROLES;
 use crate::topology::{hosts_entries, Node, Program, Topology};
 use std::collections::BTreeMap;
@@ -54,12 +55,18 @@ fn preflight(topology: &Topology, backend: Backend) -> Result<()> {
     }
     let bin_dir = sys::bin_dir()?;
     for node in &topology.nodes {
-        if let Program::Role { role, .. } = &node.program {
+        if let Program::Role { role, config } = &node.program {
             if !ROLES.contains(&role.as_str()) || !bin_dir.join(role).is_file() {
                 return err(format!(
                     "node {}: the role binary `{role}` is not in {} (build the workspace). Nothing was created.",
                     node.name,
                     bin_dir.display()
+                ));
+            }
+            if let Err(e) = role_configs::check(role, &node.name, config) {
+                return err(format!(
+                    "node {} (role {role}): {e}. Nothing was created.",
+                    node.name
                 ));
             }
         }

@@ -1,4 +1,4 @@
-//! Changes to a running lab — link impairments, node stops and starts — each recorded in the
+//! Changes to a running lab — link impairments, node stops, starts and signals — each recorded in the
 //! lab's event log. `cdnlab link set` and `run`'s timeline both come through here.
 
 use super::state::LabState;
@@ -45,6 +45,20 @@ pub fn stop_node(state: &mut LabState, node: usize) -> Result<()> {
     events::record(
         state,
         serde_json::json!({"event": "node_stop", "node": name}),
+    )
+}
+
+/// Sends SIGUSR1 to a node's process and records it; a node not running (stopped, or a
+/// client that already ended) is recorded as not reached rather than failing the run.
+pub fn signal_node(state: &mut LabState, node: usize) -> Result<()> {
+    let delivered = process::signal_node(state, node, libc::SIGUSR1);
+    let name = state.topology.nodes[node].name.clone();
+    if !delivered {
+        tracing::warn!("timeline: node {name} is not running; its signal was not delivered");
+    }
+    events::record(
+        state,
+        serde_json::json!({"event": "node_signal", "node": name, "delivered": delivered}),
     )
 }
 

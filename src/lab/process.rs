@@ -170,6 +170,18 @@ pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<Child>> {
     Ok(Some(child))
 }
 
+/// Sends `signal` to node `node`'s process and its session; false if it is not running.
+pub fn signal_node(state: &LabState, node: usize, signal: libc::c_int) -> bool {
+    let name = &state.topology.nodes[node].name;
+    match state.processes.get(name) {
+        Some(record) if sys::process_alive(record.pid, record.start_time) => {
+            sys::signal_group(record.pid, signal);
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Stops node `node`'s process: SIGTERM to its session, SIGKILL after the grace period.
 pub fn stop_node(state: &mut LabState, node: usize) -> Result<()> {
     let name = state.topology.nodes[node].name.clone();

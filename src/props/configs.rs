@@ -1,7 +1,7 @@
 //! Every role's `config` table: no table panics a reader, and every refusal names the key it is
 //! about (`config key `x`: …`, ``unknown config key `x` …``), as `role_config` promises.
 
-use crate::cdn_roles::config::{DcsConfig, DrrConfig, UcsConfig, UrrConfig};
+use crate::role_configs::{Reader, READERS};
 use proptest::prelude::*;
 use toml::{Table, Value};
 
@@ -78,14 +78,12 @@ fn config(mut keys: Vec<String>, nested: Vec<String>) -> impl Strategy<Value = T
     table_of(keys, value)
 }
 
-type Reader = fn(&Table) -> Result<(), String>;
-
 /// The keys a reader knows, as its refusal of an unknown key lists them: the generator follows
 /// the readers as they change.
 fn known_keys(read: Reader) -> Vec<String> {
     let mut stranger = Table::new();
     stranger.insert("no_such_key".into(), Value::Integer(1));
-    let error = read(&stranger).err().unwrap_or_default();
+    let error = read(&stranger, "n").err().unwrap_or_default();
     let known = error
         .split_once("(known: ")
         .map_or("", |(_, rest)| rest.trim_end_matches(')'));
@@ -103,35 +101,15 @@ fn probe_in_mode(table: &Table, mode: &str) -> Result<(), String> {
     crate::probe::config::parse_role_config(&table).map(drop)
 }
 
-/// Every role's reader, by role name.
-fn readers() -> [(&'static str, Reader); 15] {
-    [
-        ("ucs", |t| UcsConfig::parse(t, "ucs").map(drop)),
-        ("dcs", |t| DcsConfig::parse(t).map(drop)),
-        ("urr", |t| UrrConfig::parse(t, "urr").map(drop)),
-        ("drr", |t| DrrConfig::parse(t).map(drop)),
-        ("cloud", |t| crate::fog_roles::config::cloud(t).map(drop)),
-        ("fdn", |t| crate::fog_roles::config::fdn(t).map(drop)),
-        ("viewers", |t| {
-            crate::fog_roles::config::viewers(t).map(drop)
-        }),
-        ("icn-border", |t| {
-            crate::icn_roles::border::config(t).map(drop)
-        }),
-        ("controller", |t| {
-            crate::icn_roles::controller::config(t).map(drop)
-        }),
-        ("icn-load", |t| crate::icn_roles::load::config(t).map(drop)),
-        ("icn-router", |t| {
-            crate::icn_roles::router::config(t).map(drop)
-        }),
-        ("icn-site", |t| crate::icn_roles::site::config(t).map(drop)),
-        ("has-client", |t| {
-            crate::has_client::config::parse_config(t).map(drop)
-        }),
-        ("probe server", |t| probe_in_mode(t, "server")),
-        ("probe client", |t| probe_in_mode(t, "client")),
-    ]
+/// Every role's reader (the ones `cdnlab up` checks configs with), by role name; the probe
+/// once per mode.
+fn readers() -> Vec<(&'static str, Reader)> {
+    let probe: [(&'static str, Reader); 2] = [
+        ("probe server", |t, _| probe_in_mode(t, "server")),
+        ("probe client", |t, _| probe_in_mode(t, "client")),
+    ];
+    let others = READERS.iter().filter(|(role, _)| *role != "probe");
+    probe.into_iter().chain(others.copied()).collect()
 }
 
 /// A reader and a table drawn from the keys it knows.
@@ -142,7 +120,7 @@ fn reader_and_table() -> impl Strategy<Value = ((&'static str, Reader), Table)> 
         .collect();
     all.sort();
     all.dedup();
-    prop::sample::select(readers().to_vec())
+    prop::sample::select(readers())
         .prop_flat_map(move |reader| (Just(reader), config(known_keys(reader.1), all.clone())))
 }
 
@@ -159,7 +137,7 @@ fn prop_config_every_reader_lists_its_keys() {
 proptest! {
     #[test]
     fn prop_config_refusals_name_their_key(((role, read), table) in reader_and_table()) {
-        if let Err(error) = read(&table) {
+        if let Err(error) = read(&table, role) {
             prop_assert!(error.contains("config key `"), "{role}: {error}\n{table}");
         }
     }

@@ -8,11 +8,12 @@
 //! - `config`: reading the node's TOML config table, errors naming the file, line and key.
 //! - `http`: serving HTTP (hyper, HTTP/1.1 and h2c), response bodies, HTTP semantics.
 //! - `control`: the node's control-plane identity, connecting to a peer, the default port.
+//! - `peers`: kept control-plane connections to peers, and calls to many at once.
 //! - `links`: facts about this node's links (their rates), in a lab or a container.
 //! - `summary`: what a client writes when it ends (`summary.json`).
 //! - `logs`: `tracing` to the node's log.
 //!
-//! A family (`cdn_roles`, `fog_roles`, `icn_roles`, the clients) uses this runtime and the
+//! A family (`cdn_roles`, `fog_roles`, `icn_roles`, `farm_roles`, the clients) uses this runtime and the
 //! sans-IO algorithms; no family imports another.
 
 pub mod config;
@@ -20,6 +21,7 @@ pub mod control;
 pub mod env;
 pub mod http;
 pub mod links;
+pub mod peers;
 pub use netem::logs;
 mod main;
 pub mod summary;
@@ -42,7 +44,14 @@ pub const ROLES: &[&str] = &[
     "cdn-site",
     "controller",
     "icn-load",
+    "farm-server",
+    "farm-dispatcher",
+    "farm-datacenter",
+    "farm-load",
 ];
+
+/// The roles that read SIGUSR1 (a timeline `signal` event) as the cue for their next phase.
+pub const SIGNALLED_ROLES: &[&str] = &["farm-load"];
 
 #[cfg(test)]
 mod tests {

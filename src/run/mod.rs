@@ -127,6 +127,7 @@ fn apply(state: &mut LabState, action: &TimelineAction) -> lab::Result<()> {
         } => control::change_segment(state, *segment, from, change),
         TimelineAction::StopNode { node } => control::stop_node(state, *node),
         TimelineAction::StartNode { node } => control::start_node(state, *node).map(|_| ()),
+        TimelineAction::SignalNode { node } => control::signal_node(state, *node),
     }
 }
 

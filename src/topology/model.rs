@@ -125,4 +125,9 @@ pub enum TimelineAction {
     StartNode {
         node: NodeId,
     },
+    /// SIGUSR1 to the node's process: a role that has a next phase moves to it (the farm's
+    /// load changes its popularity).
+    SignalNode {
+        node: NodeId,
+    },
 }

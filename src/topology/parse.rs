@@ -49,13 +49,13 @@ pub fn parse(text: &str, source: &str, opts: &LoadOptions) -> Result<Topology, T
     let name = read_lab_name(&root, opts.name, &mut diags);
     let nodes = read_nodes(&root, &mut diags);
     let names = NodeNames::new(nodes.iter().map(|(name, _)| name.clone()).collect());
-    let plain: Vec<bool> = nodes
+    let programs: Vec<Option<&Program>> = nodes
         .iter()
-        .map(|(_, node)| node.as_ref().is_some_and(|n| n.program == Program::None))
+        .map(|(_, node)| node.as_ref().map(|n| &n.program))
         .collect();
     let mut raw_segments = read_links(&root, &names, &mut diags);
     raw_segments.extend(read_lans(&root, &names, &mut diags));
-    let timeline = read_timeline(&root, &names, &plain, &raw_segments, &mut diags);
+    let timeline = read_timeline(&root, &names, &programs, &raw_segments, &mut diags);
     if !diags.is_empty() {
         return Err(diags.into_error(source));
     }

@@ -1,39 +1,40 @@
-//! `[[timeline]]` events: impairment changes on a link or LAN, and nodes stopped or started,
-//! at times counted from when the clients start.
+//! `[[timeline]]` events: impairment changes on a link or LAN, and nodes stopped, started or
+//! signalled, at times counted from when the clients start.
 
 use super::addressing::RawSegment;
 use super::error::{Diags, Span};
 use super::impairments::{change_or_report, read_fields, IMPAIRMENT_KEYS};
-use super::model::{NodeId, SegmentKind, TimelineAction, TimelineEvent};
+use super::model::{NodeId, Program, SegmentKind, TimelineAction, TimelineEvent};
 use super::names::NodeNames;
 use super::reader::{self, check_keys, Value};
+use crate::roles::SIGNALLED_ROLES;
 use netem::units::parse_duration_ns;
 use toml::de::DeTable;
 use toml::Spanned;
 
 /// The keys that say what an event acts on; exactly one per event.
-const TARGETS: [&str; 4] = ["link", "lan", "stop", "start"];
+const TARGETS: [&str; 5] = ["link", "lan", "stop", "start", "signal"];
 
 /// The events, sorted by time (events at the same time keep their file order).
-/// `plain[n]` is true when node `n` is a plain host (nothing runs in it to stop or start).
+/// `programs[n]` is what node `n` runs (`None` when the node itself was refused).
 pub(crate) fn read_timeline(
     root: &DeTable,
     names: &NodeNames,
-    plain: &[bool],
+    programs: &[Option<&Program>],
     segments: &[RawSegment],
     diags: &mut Diags,
 ) -> Vec<TimelineEvent> {
     let Some(value) = root.get("timeline") else {
         return Vec::new();
     };
-    let known: Vec<&str> = ["at", "link", "lan", "from", "stop", "start"]
+    let known: Vec<&str> = ["at", "link", "lan", "from", "stop", "start", "signal"]
         .iter()
         .chain(IMPAIRMENT_KEYS.iter())
         .copied()
         .collect();
     let context = Context {
         names,
-        plain,
+        programs,
         segments,
     };
     let mut events = Vec::new();
@@ -69,7 +70,7 @@ fn read_at(table: &DeTable, span: &Span, diags: &mut Diags) -> Option<u64> {
 
 struct Context<'a> {
     names: &'a NodeNames,
-    plain: &'a [bool],
+    programs: &'a [Option<&'a Program>],
     segments: &'a [RawSegment],
 }
 
@@ -86,7 +87,7 @@ impl Context<'_> {
         let Some((target, _, value)) = targets.next() else {
             diags.at(
                 span,
-                "a timeline event needs one of `link`, `lan`, `stop` or `start`",
+                "a timeline event needs one of `link`, `lan`, `stop`, `start` or `signal`",
             );
             return None;
         };
@@ -105,8 +106,11 @@ impl Context<'_> {
             "stop" => Some(TimelineAction::StopNode {
                 node: self.node_event(table, "stop", value, diags)?,
             }),
-            _ => Some(TimelineAction::StartNode {
+            "start" => Some(TimelineAction::StartNode {
                 node: self.node_event(table, "start", value, diags)?,
+            }),
+            _ => Some(TimelineAction::SignalNode {
+                node: self.node_event(table, "signal", value, diags)?,
             }),
         }
     }
@@ -232,14 +236,25 @@ impl Context<'_> {
         }
         let name: Spanned<String> = reader::string(value, verb, diags)?;
         let node = self.names.resolve(&name, diags)?;
-        if self.plain.get(node).copied().unwrap_or(false) {
-            diags.at(
-                &name.span(),
-                format!(
-                    "`{}` is a plain host: nothing runs in it to {verb}",
-                    name.get_ref()
-                ),
-            );
+        let problem = match self.programs.get(node).copied().flatten() {
+            Some(Program::None) => Some(format!(
+                "`{}` is a plain host: nothing runs in it to {verb}",
+                name.get_ref()
+            )),
+            // Any other role would die of SIGUSR1, its default action.
+            Some(Program::Role { role, .. })
+                if verb == "signal" && !SIGNALLED_ROLES.contains(&role.as_str()) =>
+            {
+                Some(format!(
+                    "`{}` runs role `{role}`, which takes no signal (the roles that do: {})",
+                    name.get_ref(),
+                    SIGNALLED_ROLES.join(", ")
+                ))
+            }
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            diags.at(&name.span(), problem);
             return None;
         }
         Some(node)

@@ -140,8 +140,12 @@ impl Coordinator {
         }
     }
 
-    /// The busy server `server` ended its service; returns the content it served.
-    pub fn finish(&mut self, server: u32, observer: &mut impl Observer) -> u32 {
+    /// The busy server `server` ended its service; returns the content it served, or None
+    /// if it was not busy (a late or repeated report from a real server).
+    pub fn finish(&mut self, server: u32, observer: &mut impl Observer) -> Option<u32> {
+        if !self.farm.is_busy(server) {
+            return None;
+        }
         let c = self.farm.finish(server, observer);
         if let Some(min_z) = &mut self.min_z {
             let theta = theta_now(self.farm.busy_count(), self.m, self.d);
@@ -149,7 +153,7 @@ impl Coordinator {
                 (self.farm.replicas()[c as usize], self.farm.in_service(c));
             min_z.on_service_end(c, replicas, in_service, theta);
         }
-        c
+        Some(c)
     }
 
     /// The generic adaptive step on a (real or virtual) loss of `c`; None without a scheme or

@@ -98,6 +98,10 @@ impl Farm {
         self.busy[i]
     }
 
+    pub fn is_busy(&self, s: u32) -> bool {
+        self.busy_pos.get(s as usize).is_some_and(|&p| p != NONE)
+    }
+
     pub fn server_of(&self, slot: u32) -> u32 {
         slot / self.d as u32
     }

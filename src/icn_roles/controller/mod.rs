@@ -26,7 +26,6 @@
 //! `plots` draws it.
 
 mod config;
-mod peers;
 mod plots;
 mod record;
 mod run;

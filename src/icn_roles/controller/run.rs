@@ -1,7 +1,6 @@
 //! The controller's loop: every SM period it measures the sites and borders; on PARM periods
 //! it prices (LDP, on LDP periods) and maps (PARM), installing the rules on the borders.
 
-use super::peers::{call_all, Peer};
 use super::record::{Period, Recorder, Tick};
 use super::{ControllerConfig, Mode};
 use crate::control::Identity;
@@ -13,6 +12,7 @@ use crate::pricing::ldp::ldp;
 use crate::pricing::parm;
 use crate::roles::control::load_identity;
 use crate::roles::env::NodeEnv;
+use crate::roles::peers::{call_all, Peer};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! Response bodies that never hold a whole segment: synthetic payloads generated chunk by chunk,
-//! files read chunk by chunk, or bytes already in memory (manifests, cached copies).
+//! files read chunk by chunk, or bytes already in memory (manifests, cached copies), at once or
+//! paced over a set time.
 
 use std::io::{self, SeekFrom};
 use std::pin::Pin;
@@ -33,6 +34,8 @@ pub enum Body {
         seek: Seek,
         remaining: u64,
     },
+    /// In-memory bytes sent at an even pace over a set time.
+    Paced(super::paced::Paced),
 }
 
 /// Where a file body is in positioning its file before the first read.
@@ -76,6 +79,7 @@ impl Body {
             Body::Empty | Body::Bytes(None) => 0,
             Body::Bytes(Some(bytes)) => bytes.len() as u64,
             Body::Synthetic { remaining, .. } | Body::File { remaining, .. } => *remaining,
+            Body::Paced(paced) => paced.remaining(),
         }
     }
 
@@ -95,6 +99,7 @@ impl hyper::body::Body for Body {
         match self.get_mut() {
             Body::Empty => Poll::Ready(None),
             Body::Bytes(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            Body::Paced(paced) => paced.poll_next(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
             Body::Synthetic {
                 payload,
                 offset,

@@ -4,6 +4,7 @@
 
 pub mod body;
 mod error_causes;
+pub mod paced;
 mod running;
 pub mod semantics;
 mod serve;

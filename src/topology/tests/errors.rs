@@ -53,7 +53,7 @@ when = "now"
         errors(text),
         format!(
             "t.toml:4:21: unknown key `udp` in `ready`; expected one of: tcp, command\n\
-             t.toml:8:1: unknown key `when` in a timeline event; expected one of: at, link, lan, from, stop, start, {IMPAIRMENT_LIST}"
+             t.toml:8:1: unknown key `when` in a timeline event; expected one of: at, link, lan, from, stop, start, signal, {IMPAIRMENT_LIST}"
         )
     );
     let text = r#"name = "t"
@@ -264,7 +264,7 @@ config = { port = 80 }
         errors(text),
         "t.toml:1:8: bad lab name `Big_Lab`: use 1 to 20 lowercase letters, digits and `-`, starting with a letter\n\
          t.toml:4:11: a node runs a `role` or a `command`, not both\n\
-         t.toml:6:8: unknown role `cdn-server`; the roles are: probe, has-client, ucs, dcs, urr, drr, cloud, fdn, fog-viewers, icn-router, icn-border, cdn-site, controller, icn-load\n\
+         t.toml:6:8: unknown role `cdn-server`; the roles are: probe, has-client, ucs, dcs, urr, drr, cloud, fdn, fog-viewers, icn-router, icn-border, cdn-site, controller, icn-load, farm-server, farm-dispatcher, farm-datacenter, farm-load\n\
          t.toml:7:8: bad node name `C`: use 1 to 63 lowercase letters, digits and `-`, starting with a letter and not ending with `-`\n\
          t.toml:9:10: `config` holds a role's settings, and this node has no `role`"
     );
@@ -511,4 +511,44 @@ fn a_missing_file_is_named() {
         error.starts_with("/nonexistent/x.toml: cannot read the file: "),
         "{error}"
     );
+}
+
+#[test]
+fn a_signal_names_a_node_that_runs_something_and_nothing_else() {
+    let text = r#"name = "t"
+[nodes.a]
+command = ["x"]
+[nodes.b]
+[[links]]
+endpoints = ["a", "b"]
+[[timeline]]
+at = "1s"
+signal = "b"
+[[timeline]]
+at = "2s"
+signal = "a"
+stop = "a"
+[[timeline]]
+at = "3s"
+signal = "a"
+delay = "5ms"
+[[timeline]]
+at = "4s"
+signal = "z"
+[[timeline]]
+at = "5s"
+signal = "c"
+[nodes.c]
+role = "ucs"
+"#;
+    let got = errors(text);
+    for want in [
+        "t.toml:9:10: `b` is a plain host: nothing runs in it to signal",
+        "t.toml:12:1: `stop` and `signal` in one event: write them as two [[timeline]] events",
+        "t.toml:17:1: `delay` does not apply to a `signal` event",
+        "t.toml:20:10: unknown node `z`; the nodes are: a, b, c",
+        "t.toml:23:10: `c` runs role `ucs`, which takes no signal (the roles that do: farm-load)",
+    ] {
+        assert!(got.contains(want), "missing {want:?} in:\n{got}");
+    }
 }

@@ -289,3 +289,24 @@ fn the_format_reference_example_parses() {
     assert_eq!(t.segments.len(), 3);
     assert_eq!(t.timeline.len(), 2);
 }
+
+#[test]
+fn a_signal_event_names_its_node() {
+    let t = topology(
+        r#"name = "t"
+[nodes.load]
+command = ["x"]
+client = true
+[[timeline]]
+at = "25s"
+signal = "load"
+"#,
+    );
+    assert_eq!(
+        t.timeline,
+        [TimelineEvent {
+            at_ns: 25_000_000_000,
+            action: TimelineAction::SignalNode { node: 0 },
+        }]
+    );
+}

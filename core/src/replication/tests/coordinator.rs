@@ -37,8 +37,13 @@ fn a_request_goes_to_an_idle_server_storing_it_and_is_lost_when_none_is() {
     let lost = farm.request(2, 0.1, &mut Nothing, &mut rng);
     assert_eq!(lost.decision, Decision::Lost);
     assert_eq!(lost.copy, None, "a static replication never copies");
-    assert_eq!(farm.finish(2, &mut Nothing), 2);
+    assert_eq!(farm.finish(2, &mut Nothing), Some(2));
     assert_eq!(farm.farm().available_count(2), 1);
+    assert_eq!(
+        farm.finish(2, &mut Nothing),
+        None,
+        "an idle server cannot finish"
+    );
 }
 
 #[test]

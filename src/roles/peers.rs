@@ -1,5 +1,6 @@
-//! The controller's peers, the sites and the borders: one kept control-plane connection to
-//! each, and calls to all of them at once.
+//! A role's peers on the control plane: one kept connection to each, made again after a
+//! failure, and calls to many of them at once (the ICN controller's sites and borders, the
+//! farm dispatcher's servers).
 
 use crate::control::{Client, Identity};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ impl Peer {
 
     /// One call, the connection (made again if it failed) and the answer each awaited up to
     /// `limit`.
-    async fn call<Req, Resp>(
+    pub async fn call<Req, Resp>(
         &mut self,
         port: u16,
         id: &Identity,

@@ -1,0 +1,397 @@
+//! The config tables of the farm's roles. The dispatcher and the load share the model's
+//! parameters (`Model`): both must agree on the contents, their popularity and the load, the
+//! dispatcher to replicate for it and the load to send it.
+
+use crate::replication::{self as model, ParamError, Replication, System};
+use crate::roles::config::Keys;
+use crate::roles::control::DEFAULT_CONTROL_PORT;
+use std::time::Duration;
+use toml::Table;
+
+/// The loss network's parameters (papers/004, Section IV) in real units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    /// n: contents `0 … n−1`, content c the (c+1)-th most popular at the start.
+    pub contents: usize,
+    /// Zipf exponent of the popularity.
+    pub alpha: f64,
+    /// ρ = Σλ_c / m.
+    pub rho: f64,
+    /// The mean service time (the model's time unit).
+    pub service: Duration,
+    pub object_size: u64,
+}
+
+impl Model {
+    const KEYS: [&'static str; 5] = ["contents", "alpha", "rho", "service", "object_size"];
+
+    fn read(keys: &Keys) -> Result<Model, String> {
+        let contents = keys.count("contents")?.unwrap_or(50);
+        if contents == 0 {
+            return keys.fail("contents", "must be at least 1");
+        }
+        let alpha = keys.number("alpha")?.unwrap_or(0.8);
+        if !(alpha.is_finite() && alpha >= 0.0) {
+            return keys.fail("alpha", "must be a number ≥ 0");
+        }
+        let rho = keys.number("rho")?.unwrap_or(0.6);
+        if !(rho.is_finite() && rho > 0.0) {
+            return keys.fail("rho", "must be a number above 0 (and below 1)");
+        }
+        let (service, object_size) = service_and_size(keys)?;
+        Ok(Model {
+            contents,
+            alpha,
+            rho,
+            service,
+            object_size,
+        })
+    }
+
+    /// λ_c per unit of mean service time for a farm of m servers: Zipf(α) scaled so that
+    /// Σλ_c = ρ·m.
+    pub fn lambdas(&self, servers: usize) -> Vec<f64> {
+        let lambda_bar = self.rho * servers as f64 / self.contents as f64;
+        model::popularity::zipf(self.contents, self.alpha, lambda_bar)
+    }
+
+    /// The checked farm; each refusal names the config key it is about.
+    pub fn system(&self, keys: &Keys, servers: usize, slots: usize) -> Result<System, String> {
+        System::new(self.lambdas(servers), servers, slots).or_else(|e| {
+            let key = match &e {
+                ParamError::StorageBelowCatalog { .. } | ParamError::SlotsAboveCatalog { .. } => {
+                    "slots"
+                }
+                ParamError::Overload { .. } => "rho",
+                ParamError::UnknownScheme { .. } => "scheme",
+                ParamError::Invalid { name, .. } => match *name {
+                    "m" => "servers",
+                    "d" => "slots",
+                    "n" => "contents",
+                    _ => "alpha",
+                },
+            };
+            keys.fail(key, e)
+        })
+    }
+}
+
+/// `service` (the mean service time) and `object_size`, which the dispatcher's model and
+/// every server must agree on.
+fn service_and_size(keys: &Keys) -> Result<(Duration, u64), String> {
+    let service = keys
+        .duration("service")?
+        .unwrap_or(Duration::from_millis(250));
+    if service < Duration::from_millis(10) {
+        return keys.fail("service", "must be at least 10ms");
+    }
+    let object_size = keys.integer("object_size")?.unwrap_or(20_000);
+    if !(1..=64 << 20).contains(&object_size) {
+        return keys.fail("object_size", "must be 1 byte to 64 MiB");
+    }
+    Ok((service, object_size))
+}
+
+fn name(keys: &Keys, key: &str, default: &str) -> Result<String, String> {
+    let value = keys.string(key)?.unwrap_or(default);
+    if value.is_empty() || value.contains(['/', ':', ' ']) {
+        return keys.fail(key, "must be a node name");
+    }
+    Ok(value.to_string())
+}
+
+#[derive(Debug, Clone)]
+pub struct DispatcherConfig {
+    pub model: Model,
+    pub system: System,
+    /// The servers' node names, server i the i-th.
+    pub servers: Vec<String>,
+    pub datacenter: String,
+    pub replication: Replication,
+    pub port: u16,
+    /// The port the servers and the data center serve HTTP on.
+    pub server_port: u16,
+    pub control_port: u16,
+    pub sample_every: Duration,
+    /// LFL's EWMA time constant, in mean service times.
+    pub lfl_tau: f64,
+    /// A server the dispatcher sent a request to and that has not reported its end after
+    /// this long is counted idle again (its client never came).
+    pub lease: Duration,
+    pub seed: u64,
+}
+
+pub fn dispatcher(table: &Table) -> Result<DispatcherConfig, String> {
+    let keys = Keys::new(table);
+    let mut known = vec![
+        "servers",
+        "datacenter",
+        "slots",
+        "scheme",
+        "port",
+        "server_port",
+        "control_port",
+        "sample_every",
+        "lfl_tau",
+        "lease",
+        "seed",
+    ];
+    known.extend(Model::KEYS);
+    keys.only(&known, "role farm-dispatcher")?;
+    let model = Model::read(&keys)?;
+    let servers = keys.items("servers")?;
+    if servers.is_empty() {
+        return keys.fail("servers", "is required: the farm's server nodes");
+    }
+    if servers.len() > 4096 {
+        return keys.fail("servers", "at most 4096 servers");
+    }
+    let slots = match keys.count("slots")? {
+        Some(d) => d,
+        None => return keys.fail("slots", "is required: d, the contents each server stores"),
+    };
+    let system = model.system(&keys, servers.len(), slots)?;
+    let replication = match keys.string("scheme")? {
+        Some(text) => text.parse().or_else(|e| keys.fail("scheme", e))?,
+        None => Replication::Proportional,
+    };
+    let sample_every = keys
+        .duration("sample_every")?
+        .unwrap_or(Duration::from_secs(2));
+    if sample_every < Duration::from_millis(100) {
+        return keys.fail("sample_every", "must be at least 100ms");
+    }
+    let lfl_tau = keys.number("lfl_tau")?.unwrap_or(20.0);
+    if !(lfl_tau.is_finite() && lfl_tau > 0.0) {
+        return keys.fail("lfl_tau", "must be a number of mean service times above 0");
+    }
+    let lease = keys.duration("lease")?.unwrap_or(model.service * 40);
+    if lease <= model.service {
+        return keys.fail("lease", "must be longer than the mean service time");
+    }
+    Ok(DispatcherConfig {
+        model,
+        system,
+        servers,
+        datacenter: name(&keys, "datacenter", "datacenter")?,
+        replication,
+        port: keys.port("port", 80)?,
+        server_port: keys.port("server_port", 80)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
+        sample_every,
+        lfl_tau,
+        lease,
+        seed: keys.integer("seed")?.unwrap_or(1),
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub dispatcher: String,
+    pub datacenter: String,
+    pub slots: usize,
+    pub service: Duration,
+    pub object_size: u64,
+    pub port: u16,
+    pub control_port: u16,
+    /// How long a fetch of a replica may take.
+    pub fetch_timeout: Duration,
+    pub seed: u64,
+}
+
+pub fn server(table: &Table) -> Result<ServerConfig, String> {
+    let keys = Keys::new(table);
+    keys.only(
+        &[
+            "dispatcher",
+            "datacenter",
+            "slots",
+            "service",
+            "object_size",
+            "port",
+            "control_port",
+            "fetch_timeout",
+            "seed",
+        ],
+        "role farm-server",
+    )?;
+    let slots = keys.count("slots")?.unwrap_or(8);
+    if !(1..=1024).contains(&slots) {
+        return keys.fail("slots", "must be 1 to 1024");
+    }
+    let (service, object_size) = service_and_size(&keys)?;
+    Ok(ServerConfig {
+        dispatcher: name(&keys, "dispatcher", "dispatcher")?,
+        datacenter: name(&keys, "datacenter", "datacenter")?,
+        slots,
+        service,
+        object_size,
+        port: keys.port("port", 80)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
+        fetch_timeout: keys
+            .duration("fetch_timeout")?
+            .unwrap_or(Duration::from_secs(10)),
+        seed: keys.integer("seed")?.unwrap_or(1),
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct DataCenterConfig {
+    pub dispatcher: String,
+    pub contents: usize,
+    pub object_size: u64,
+    pub port: u16,
+    pub control_port: u16,
+}
+
+pub fn datacenter(table: &Table) -> Result<DataCenterConfig, String> {
+    let keys = Keys::new(table);
+    keys.only(
+        &[
+            "dispatcher",
+            "contents",
+            "object_size",
+            "port",
+            "control_port",
+        ],
+        "role farm-datacenter",
+    )?;
+    let contents = keys.count("contents")?.unwrap_or(50);
+    if contents == 0 {
+        return keys.fail("contents", "must be at least 1");
+    }
+    let object_size = keys.integer("object_size")?.unwrap_or(20_000);
+    if !(1..=64 << 20).contains(&object_size) {
+        return keys.fail("object_size", "must be 1 byte to 64 MiB");
+    }
+    Ok(DataCenterConfig {
+        dispatcher: name(&keys, "dispatcher", "dispatcher")?,
+        contents,
+        object_size,
+        port: keys.port("port", 80)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
+    })
+}
+
+/// The popularity after the load's signal (a `signal` timeline event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The ranks reversed: the least popular content becomes the most popular.
+    Reverse,
+    /// Every content moves down `k` ranks, the last `k` to the top.
+    Shift(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub model: Model,
+    pub dispatcher: String,
+    /// m, for the request rate ρ·m per mean service time.
+    pub servers: usize,
+    pub duration: Duration,
+    /// What SIGUSR1 does to the popularity; None: it is ignored.
+    pub change: Option<Change>,
+    /// Every request (redirect and transfer) is given up after this long.
+    pub timeout: Duration,
+    pub seed: u64,
+}
+
+pub fn load(table: &Table) -> Result<LoadConfig, String> {
+    let keys = Keys::new(table);
+    let mut known = vec![
+        "dispatcher",
+        "servers",
+        "duration",
+        "change",
+        "timeout",
+        "seed",
+    ];
+    known.extend(Model::KEYS);
+    keys.only(&known, "role farm-load")?;
+    let model = Model::read(&keys)?;
+    let servers = match keys.count("servers")? {
+        Some(m) if (1..=4096).contains(&m) => m,
+        Some(_) => return keys.fail("servers", "must be 1 to 4096"),
+        None => return keys.fail("servers", "is required: m, the farm's server count"),
+    };
+    if model.rho >= 1.0 {
+        return keys.fail("rho", ParamError::Overload { rho: model.rho });
+    }
+    let change = match keys.string("change")?.unwrap_or("none") {
+        "none" => None,
+        "reverse" => Some(Change::Reverse),
+        text => match text.strip_prefix("shift:").map(str::parse::<usize>) {
+            Some(Ok(k)) if k > 0 && k < model.contents => Some(Change::Shift(k)),
+            _ => {
+                return keys.fail(
+                    "change",
+                    format!("`{text}` is not none, reverse or shift:K (0 < K < contents)"),
+                )
+            }
+        },
+    };
+    let duration = keys
+        .duration("duration")?
+        .unwrap_or(Duration::from_secs(60));
+    if duration.is_zero() {
+        return keys.fail("duration", "must be above 0");
+    }
+    Ok(LoadConfig {
+        model,
+        dispatcher: name(&keys, "dispatcher", "dispatcher")?,
+        servers,
+        duration,
+        change,
+        timeout: keys.duration("timeout")?.unwrap_or(Duration::from_secs(30)),
+        seed: keys.integer("seed")?.unwrap_or(1),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> Table {
+        text.parse().unwrap()
+    }
+
+    const FARM: &str = r#"servers = ["s1", "s2", "s3", "s4"]
+contents = "6"
+"#;
+
+    /// The issue's bad inputs each name their key.
+    #[test]
+    fn impossible_farms_name_the_parameter() {
+        let cases = [
+            (
+                "slots = \"1\"",
+                "config key `slots`: m·d = 4·1 = 4 is below n = 6",
+            ),
+            ("slots = \"7\"", "config key `slots`: d = 7 is above n = 6"),
+            ("slots = \"2\"\nrho = \"1\"", "config key `rho`: rho = 1"),
+            (
+                "slots = \"2\"\nscheme = \"lru\"",
+                "config key `scheme`: scheme `lru` does not exist",
+            ),
+        ];
+        for (extra, want) in cases {
+            let error = dispatcher(&table(&format!("{FARM}{extra}"))).unwrap_err();
+            assert!(error.starts_with(want), "{extra}: {error}");
+        }
+        let ok = dispatcher(&table(&format!(
+            "{FARM}slots = \"2\"\nscheme = \"lrl-virtual\""
+        )));
+        assert_eq!(ok.unwrap().replication.to_string(), "lrl-virtual");
+    }
+
+    #[test]
+    fn the_load_refuses_an_overload_and_an_unknown_change() {
+        let base = "servers = \"4\"\n";
+        let error = load(&table(&format!("{base}rho = \"1.2\""))).unwrap_err();
+        assert!(error.starts_with("config key `rho`"), "{error}");
+        let error = load(&table(&format!("{base}change = \"shift:0\""))).unwrap_err();
+        assert!(error.starts_with("config key `change`"), "{error}");
+        let ok = load(&table(&format!("{base}change = \"shift:3\""))).unwrap();
+        assert_eq!(ok.change, Some(Change::Shift(3)));
+    }
+}

@@ -1,0 +1,356 @@
+//! `farm-dispatcher`: the farm's coordinating entity (papers/004, Section V-A) on real
+//! processes. At the start it lays the initial replication (`scheme`: proportional or
+//! optimized, or proportional for an adaptive scheme) on the servers and has each fetch its
+//! contents from the data center. Then every user request `GET /c/C` is answered with a
+//! redirect: to an idle server storing C (now busy until it reports the transfer's end), or,
+//! when none is, to the data center — a loss. Losses (and virtual losses) run the adaptive
+//! scheme, whose replacements go to the servers over the control plane: after a real loss the
+//! new replica is a copy from the data center, after a virtual loss one from the server that
+//! is serving the request. Every decision is the core's `Coordinator`, in time counted in
+//! mean service times.
+//!
+//! Writes to `$CDNLAB_OUT_DIR` every `sample_every`: `farm.json` (settings and every sample:
+//! requests, losses and replicas per content, busy servers, copies, the data center's bytes),
+//! `samples.csv`, and the plots `loss.svg`, `replicas.svg`, `datacenter.svg`.
+
+mod plots;
+mod record;
+
+use super::config::DispatcherConfig;
+use super::messages::{
+    DataCenterRequest, DataCenterUsage, DispatcherRequest, DispatcherResponse, ServerRequest,
+    ServerResponse, Source,
+};
+use crate::control::{Callers, Identity};
+use crate::replication::coordinator::{Coordinator, Copy, Decision, Trigger};
+use crate::replication::farm::Observer;
+use crate::replication::placement::{place, EMPTY};
+use crate::replication::{initial, scheme_of};
+use crate::roles::control::load_identity;
+use crate::roles::env::NodeEnv;
+use crate::roles::http::semantics::{self as http, error};
+use crate::roles::http::{spawn_http, Body, ServeOptions};
+use crate::roles::peers::{call_all, Peer};
+use hyper::{Request, Response, StatusCode};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use record::{Interval, Recorder};
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long filling the farm may take before the dispatcher gives up.
+const FILL_DEADLINE: Duration = Duration::from_secs(120);
+
+/// The real farm keeps no time-weighted statistics: its samples are counts.
+struct NoStatistics;
+
+impl Observer for NoStatistics {
+    fn available_changes(&mut self, _: u32, _: u32) {}
+    fn replicas_change(&mut self, _: u32, _: u32) {}
+}
+
+struct State {
+    coordinator: Coordinator,
+    rng: StdRng,
+    /// When each busy server was sent its request (None: idle).
+    busy_since: Vec<Option<Instant>>,
+    interval: Interval,
+}
+
+struct Dispatcher {
+    config: DispatcherConfig,
+    identity: Arc<Identity>,
+    origin: Instant,
+    state: Mutex<State>,
+    /// Server name → index.
+    index: HashMap<String, u32>,
+    /// One kept control connection per server, for replacements.
+    peers: Vec<tokio::sync::Mutex<Peer>>,
+}
+
+impl Dispatcher {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Now, in mean service times since the dispatcher started.
+    fn now_units(&self) -> f64 {
+        self.origin.elapsed().as_secs_f64() / self.config.model.service.as_secs_f64()
+    }
+
+    fn handle(self: &Arc<Self>, request: &Request<hyper::body::Incoming>) -> Response<Body> {
+        if let Some(refusal) = http::refuse_method(request.method()) {
+            return refusal;
+        }
+        let n = self.config.system.n();
+        let Some(content) = super::content_of(request.uri().path(), "c", n) else {
+            return error(StatusCode::NOT_FOUND, "no such content");
+        };
+        let t = self.now_units();
+        let step = {
+            let mut state = self.lock();
+            let State {
+                coordinator, rng, ..
+            } = &mut *state;
+            let step = coordinator.request(content, t, &mut NoStatistics, rng);
+            if let Decision::Serve { server } = step.decision {
+                state.busy_since[server as usize] = Some(Instant::now());
+            }
+            state.interval.request(content, &step);
+            step
+        };
+        let port = self.config.server_port;
+        let target = match step.decision {
+            Decision::Serve { server } => &self.config.servers[server as usize],
+            Decision::Lost => &self.config.datacenter,
+        };
+        if let Some(copy) = step.copy {
+            let from = match (copy.trigger, step.decision) {
+                (Trigger::Virtual, Decision::Serve { server }) => {
+                    Source::Peer(self.config.servers[server as usize].clone())
+                }
+                _ => Source::DataCenter,
+            };
+            let dispatcher = self.clone();
+            tokio::spawn(async move { dispatcher.replace(copy, from).await });
+        }
+        let mut response = http::redirect(&format!("http://{target}:{port}/c/{content}"));
+        let decision = match step.decision {
+            Decision::Serve { .. } => "served",
+            Decision::Lost => "lost",
+        };
+        (response.headers_mut()).insert(
+            super::DECISION,
+            hyper::header::HeaderValue::from_static(decision),
+        );
+        response
+    }
+
+    /// Tells the server of `copy` to make it.
+    async fn replace(&self, copy: Copy, from: Source) {
+        let d = self.config.system.d() as u32;
+        let request = ServerRequest::Replace {
+            slot: copy.slot % d,
+            evict: copy.evicted,
+            content: copy.content,
+            from,
+        };
+        let server = copy.server as usize;
+        let answer: Option<ServerResponse> = self.peers[server]
+            .lock()
+            .await
+            .call(
+                self.config.control_port,
+                &self.identity,
+                &request,
+                Duration::from_secs(5),
+            )
+            .await;
+        if answer != Some(ServerResponse::Replacing) {
+            tracing::warn!(
+                "farm-dispatcher: {} did not take replica {:?}: {answer:?}",
+                self.config.servers[server],
+                copy
+            );
+            self.lock().interval.replace_failed += 1;
+        }
+    }
+
+    /// A server reports its transfer's end.
+    fn done(&self, server: &str) -> DispatcherResponse {
+        let Some(&i) = self.index.get(server) else {
+            return DispatcherResponse::NotBusy;
+        };
+        let mut state = self.lock();
+        if state.coordinator.finish(i, &mut NoStatistics).is_none() {
+            state.interval.late_reports += 1;
+            return DispatcherResponse::NotBusy;
+        }
+        state.busy_since[i as usize] = None;
+        DispatcherResponse::Noted
+    }
+
+    /// Servers busy longer than the lease are counted idle again (their client never came).
+    fn expire_leases(&self) {
+        let lease = self.config.lease;
+        let mut state = self.lock();
+        for i in 0..state.busy_since.len() {
+            if state.busy_since[i].is_some_and(|since| since.elapsed() > lease) {
+                state.busy_since[i] = None;
+                state.coordinator.finish(i as u32, &mut NoStatistics);
+                state.interval.expired_leases += 1;
+            }
+        }
+    }
+}
+
+/// Lays the initial replication on the servers and has each fetch its contents.
+async fn fill(
+    config: &DispatcherConfig,
+    identity: &Arc<Identity>,
+    slots: &[u32],
+) -> Result<(), String> {
+    let d = config.system.d();
+    let mut left: Vec<usize> = (0..config.servers.len()).collect();
+    let started = Instant::now();
+    while !left.is_empty() {
+        let mut peers: Vec<Peer> = left
+            .iter()
+            .map(|&i| Peer::new(&config.servers[i]))
+            .collect();
+        let requests: Vec<ServerRequest> = left
+            .iter()
+            .map(|&i| ServerRequest::Fill {
+                slots: slots[i * d..(i + 1) * d]
+                    .iter()
+                    .map(|&c| (c != EMPTY).then_some(c))
+                    .collect(),
+            })
+            .collect();
+        let answers: Vec<Option<ServerResponse>> = call_all(
+            &mut peers,
+            config.control_port,
+            identity,
+            requests,
+            Duration::from_secs(30),
+        )
+        .await;
+        let mut refused = None;
+        left = left
+            .into_iter()
+            .zip(answers)
+            .filter_map(|(i, answer)| match answer {
+                Some(ServerResponse::Filled) => None,
+                Some(ServerResponse::Refused(why)) => {
+                    refused = Some(format!("{}: {why}", config.servers[i]));
+                    Some(i)
+                }
+                _ => Some(i),
+            })
+            .collect();
+        if let Some(why) = refused {
+            return Err(format!("filling the farm: {why}"));
+        }
+        if !left.is_empty() {
+            if started.elapsed() > FILL_DEADLINE {
+                let names: Vec<&str> = left.iter().map(|&i| config.servers[i].as_str()).collect();
+                return Err(format!(
+                    "filling the farm: {} did not answer in {FILL_DEADLINE:?}",
+                    names.join(", ")
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    Ok(())
+}
+
+/// The data center's counts, None if it did not answer.
+async fn measure(
+    datacenter: &mut Peer,
+    config: &DispatcherConfig,
+    identity: &Identity,
+) -> Option<DataCenterUsage> {
+    datacenter
+        .call(
+            config.control_port,
+            identity,
+            &DataCenterRequest::Measure,
+            Duration::from_secs(1),
+        )
+        .await
+}
+
+pub async fn run(
+    config: DispatcherConfig,
+    env: NodeEnv,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), String> {
+    let identity = load_identity(&env)?;
+    let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
+    let out = env.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let mut rng = StdRng::seed_from_u64(config.seed);
+    let replication = initial(&config.system, config.replication).map_err(|e| e.to_string())?;
+    let slots = place(&config.system, &replication, &mut rng).map_err(|e| e.to_string())?;
+    tokio::pin!(shutdown);
+    tokio::select! {
+        filled = fill(&config, &identity, &slots) => filled?,
+        () = &mut shutdown => return Ok(()),
+    }
+    let (n, d) = (config.system.n(), config.system.d());
+    let scheme = scheme_of(config.replication);
+    let coordinator = Coordinator::new(n, d, slots, scheme, config.lfl_tau, &mut rng);
+    let dispatcher = Arc::new(Dispatcher {
+        index: (config.servers.iter().enumerate())
+            .map(|(i, name)| (name.clone(), i as u32))
+            .collect(),
+        peers: (config.servers.iter())
+            .map(|name| tokio::sync::Mutex::new(Peer::new(name)))
+            .collect(),
+        state: Mutex::new(State {
+            coordinator,
+            rng,
+            busy_since: vec![None; config.servers.len()],
+            interval: Interval::new(n),
+        }),
+        origin: Instant::now(),
+        identity: identity.clone(),
+        config: config.clone(),
+    });
+    let for_control = dispatcher.clone();
+    let control = crate::control::serve(
+        any(config.control_port),
+        &identity,
+        Callers::only("farm dispatcher", config.servers.clone()),
+        move |peer, _request: DispatcherRequest| {
+            let answer = for_control.done(peer.as_str());
+            async move { answer }
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    tracing::info!(
+        "farm-dispatcher: {} servers × {d} slots, {n} contents, {}; farm filled",
+        config.servers.len(),
+        config.replication
+    );
+    let for_http = dispatcher.clone();
+    let handler = move |request: Request<hyper::body::Incoming>| {
+        let dispatcher = for_http.clone();
+        async move { dispatcher.handle(&request) }
+    };
+    let options = ServeOptions {
+        role: "farm-dispatcher",
+        access_log: false,
+    };
+    let running = spawn_http(any(config.port), handler, options, Some(control)).await?;
+    let mut recorder = Recorder::new(out, &config, &replication);
+    let mut datacenter = Peer::new(&config.datacenter);
+    let mut sample = tokio::time::interval(config.sample_every);
+    let mut lease = tokio::time::interval(Duration::from_secs(1));
+    sample.tick().await;
+    let stopped = running.run_until(async {
+        loop {
+            tokio::select! {
+                _ = sample.tick() => {
+                    let usage = measure(&mut datacenter, &config, &identity).await;
+                    recorder.sample(&dispatcher, usage);
+                    if let Err(e) = recorder.save() {
+                        tracing::warn!("farm-dispatcher: {e}");
+                    }
+                }
+                _ = lease.tick() => dispatcher.expire_leases(),
+                () = &mut shutdown => break,
+            }
+        }
+    });
+    let result = stopped.await;
+    let usage = measure(&mut datacenter, &config, &identity).await;
+    recorder.sample(&dispatcher, usage);
+    recorder.save()?;
+    result
+}

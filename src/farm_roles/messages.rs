@@ -1,0 +1,72 @@
+//! Control-plane messages of the replicating farm (QUIC, bincode 2, lab certificates). The
+//! dispatcher fills every server at the start and tells a server which replica to replace;
+//! a server tells the dispatcher when a transfer ends; the dispatcher reads the data center's
+//! byte counts. Each receiver authorizes a call by the caller's certificate name.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a server fetches a new replica from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Source {
+    /// The data center (`/fill/C` at the start, `/copy/C` after a real loss).
+    DataCenter,
+    /// Another server storing the content (`/copy/C`), after a virtual loss.
+    Peer(String),
+}
+
+/// Dispatcher → server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServerRequest {
+    /// Store these contents (one entry per slot, None: empty), fetched from the data center;
+    /// answered once every slot holds its content.
+    Fill { slots: Vec<Option<u32>> },
+    /// Replace slot `slot`'s replica of `evict` by one of `content` fetched from `from`;
+    /// answered at once, the fetch going on after.
+    Replace {
+        slot: u32,
+        evict: u32,
+        content: u32,
+        from: Source,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServerResponse {
+    Filled,
+    Replacing,
+    Refused(String),
+}
+
+/// Server → dispatcher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DispatcherRequest {
+    /// The transfer the dispatcher sent this server ended (whole or not).
+    Done,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DispatcherResponse {
+    Noted,
+    /// The dispatcher did not think this server busy (a late or repeated report).
+    NotBusy,
+}
+
+/// Dispatcher → data center.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DataCenterRequest {
+    Measure,
+}
+
+/// The data center's counts since it started.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataCenterUsage {
+    /// Users' requests that the farm lost, and their bytes.
+    pub user_requests: u64,
+    pub user_bytes: u64,
+    /// Replicas copied to servers after a real loss.
+    pub copy_requests: u64,
+    pub copy_bytes: u64,
+    /// The farm's initial contents.
+    pub fill_requests: u64,
+    pub fill_bytes: u64,
+}

@@ -1,0 +1,342 @@
+//! `farm-server`: one server of the farm (papers/004): d slots, each holding one content's
+//! bytes, serving one user transfer at a time. A transfer (`GET /c/C`, sent here by the
+//! dispatcher) lasts a service time drawn i.i.d. from an exponential distribution of mean
+//! `service`, its bytes paced evenly over it; a second one while busy is refused (503). When
+//! a transfer ends, whole or not, the server tells the dispatcher. On the dispatcher's word
+//! (control plane, the dispatcher only) it fills its slots from the data center at the start,
+//! and replaces one replica by another fetched from the data center or a peer (`GET
+//! /copy/C`, which it also serves its peers from memory, outside the one-transfer limit: a
+//! back-end copy, not a user's service). A request for a content whose fetch is still under
+//! way waits for it.
+
+use super::config::ServerConfig;
+use super::messages::{
+    DispatcherRequest, DispatcherResponse, ServerRequest, ServerResponse, Source,
+};
+use super::{content_of, payload};
+use crate::cdn::hashing::hash64;
+use crate::control::{Callers, Identity};
+use crate::roles::control::load_identity;
+use crate::roles::env::NodeEnv;
+use crate::roles::http::paced::Paced;
+use crate::roles::http::semantics::{self as http, error};
+use crate::roles::http::{spawn_http, Body, ServeOptions};
+use crate::roles::peers::Peer;
+use bytes::{Bytes, BytesMut};
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Request, Response, StatusCode};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp1};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{oneshot, watch};
+
+/// One slot: its content, and its bytes once fetched (None while the fetch is under way or
+/// after it failed).
+#[derive(Clone)]
+struct Slot {
+    content: u32,
+    bytes: watch::Receiver<Option<Bytes>>,
+}
+
+/// How long a request for a content this server does not store waits for it to arrive: the
+/// dispatcher's replacement order and its redirect of a client to the new replica race.
+const WAIT_FOR_REPLACEMENT: Duration = Duration::from_secs(2);
+
+struct Server {
+    config: ServerConfig,
+    node: String,
+    identity: Arc<Identity>,
+    slots: Mutex<Vec<Option<Slot>>>,
+    /// Bumped at every change of `slots`.
+    changed: watch::Sender<()>,
+    busy: AtomicBool,
+    rng: Mutex<StdRng>,
+    http: reqwest::Client,
+    dispatcher: tokio::sync::Mutex<Peer>,
+}
+
+impl Server {
+    fn slot_of(&self, content: u32) -> Option<Slot> {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots
+            .iter()
+            .flatten()
+            .find(|s| s.content == content)
+            .cloned()
+    }
+
+    /// The slot holding `content`, waiting a little for a replacement on its way.
+    async fn slot_waiting(&self, content: u32) -> Option<Slot> {
+        let mut changes = self.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + WAIT_FOR_REPLACEMENT;
+        loop {
+            if let Some(slot) = self.slot_of(content) {
+                return Some(slot);
+            }
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                return None;
+            }
+        }
+    }
+
+    /// The bytes of `content` if stored here, waiting for a fetch under way.
+    async fn bytes_of(&self, content: u32) -> Result<Bytes, Response<Body>> {
+        let Some(mut slot) = self.slot_waiting(content).await else {
+            return Err(error(
+                StatusCode::NOT_FOUND,
+                "this server does not store it",
+            ));
+        };
+        let ready = tokio::time::timeout(
+            self.config.fetch_timeout,
+            slot.bytes.wait_for(Option::is_some),
+        )
+        .await;
+        match ready {
+            Ok(Ok(bytes)) => Ok(bytes.clone().unwrap_or_default()),
+            _ => Err(http::unavailable("the replica's fetch did not complete")),
+        }
+    }
+
+    fn service_time(&self) -> Duration {
+        let draw: f64 = Exp1.sample(&mut *self.rng.lock().unwrap_or_else(|e| e.into_inner()));
+        self.config.service.mul_f64(draw)
+    }
+
+    async fn handle(self: Arc<Self>, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        if let Some(refusal) = http::refuse_method(request.method()) {
+            return refusal;
+        }
+        let path = request.uri().path();
+        let contents = u32::MAX as usize;
+        if let Some(content) = content_of(path, "copy", contents) {
+            return match self.bytes_of(content).await {
+                Ok(bytes) => octets(Body::bytes(bytes.clone()), bytes.len()),
+                Err(response) => response,
+            };
+        }
+        let Some(content) = content_of(path, "c", contents) else {
+            return error(StatusCode::NOT_FOUND, "no such content");
+        };
+        if self.busy.swap(true, Ordering::AcqRel) {
+            return http::unavailable("busy with another transfer");
+        }
+        let (done, ended) = oneshot::channel();
+        let server = self.clone();
+        tokio::spawn(async move {
+            let _ = ended.await;
+            server.busy.store(false, Ordering::Release);
+            server.report_done().await;
+        });
+        match self.bytes_of(content).await {
+            Ok(bytes) => {
+                let length = bytes.len();
+                octets(
+                    Body::Paced(Paced::new(bytes, self.service_time(), done)),
+                    length,
+                )
+            }
+            // `done` dropped: the transfer ended before it began.
+            Err(response) => response,
+        }
+    }
+
+    async fn report_done(&self) {
+        let mut dispatcher = self.dispatcher.lock().await;
+        let port = self.config.control_port;
+        let answer: Option<DispatcherResponse> = dispatcher
+            .call(
+                port,
+                &self.identity,
+                &DispatcherRequest::Done,
+                Duration::from_secs(2),
+            )
+            .await;
+        match answer {
+            Some(DispatcherResponse::Noted) => {}
+            Some(DispatcherResponse::NotBusy) => {
+                tracing::warn!(
+                    "farm-server {}: the dispatcher did not think it busy",
+                    self.node
+                )
+            }
+            None => tracing::warn!("farm-server {}: could not tell the dispatcher", self.node),
+        }
+    }
+
+    /// Starts fetching `content` into `slot` from `from`; the slot waits for it.
+    fn fetch_into(self: &Arc<Self>, slot: usize, content: u32, from: &Source, kind: &str) {
+        let (tx, rx) = watch::channel(None);
+        {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots[slot] = Some(Slot { content, bytes: rx });
+        }
+        self.changed.send_replace(());
+        let host = match from {
+            Source::DataCenter => self.config.datacenter.clone(),
+            Source::Peer(peer) => peer.clone(),
+        };
+        let url = format!("http://{host}:{}/{kind}/{content}", self.config.port);
+        let server = self.clone();
+        tokio::spawn(async move {
+            match server.fetch(&url, content).await {
+                Ok(bytes) => {
+                    let _ = tx.send(Some(bytes));
+                }
+                Err(e) => tracing::warn!("farm-server {}: fetching {url}: {e}", server.node),
+            }
+        });
+    }
+
+    /// GETs `url` and checks the bytes are content `content`'s.
+    async fn fetch(&self, url: &str, content: u32) -> Result<Bytes, String> {
+        let response = self.http.get(url).send().await.map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            return Err(format!("status {}", response.status()));
+        }
+        let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+        if bytes != expected(content, self.config.object_size) {
+            return Err(format!(
+                "{} bytes that are not content {content}",
+                bytes.len()
+            ));
+        }
+        Ok(bytes)
+    }
+
+    async fn control(self: Arc<Self>, request: ServerRequest) -> ServerResponse {
+        match request {
+            ServerRequest::Fill { slots } => {
+                if slots.len() != self.config.slots {
+                    return ServerResponse::Refused(format!(
+                        "{} slots asked of a server with {}",
+                        slots.len(),
+                        self.config.slots
+                    ));
+                }
+                let mut waiting = Vec::new();
+                for (i, content) in slots.iter().enumerate() {
+                    match content {
+                        Some(c) => {
+                            self.fetch_into(i, *c, &Source::DataCenter, "fill");
+                            waiting.push(*c);
+                        }
+                        None => self.slots.lock().unwrap_or_else(|e| e.into_inner())[i] = None,
+                    }
+                }
+                for c in waiting {
+                    if let Err(response) = self.bytes_of(c).await {
+                        return ServerResponse::Refused(format!(
+                            "content {c} could not be fetched ({})",
+                            response.status()
+                        ));
+                    }
+                }
+                ServerResponse::Filled
+            }
+            ServerRequest::Replace {
+                slot,
+                evict,
+                content,
+                from,
+            } => {
+                let index = slot as usize;
+                let holds = {
+                    let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+                    slots.get(index).map(|s| s.as_ref().map(|s| s.content))
+                };
+                match holds {
+                    None => ServerResponse::Refused(format!("no slot {slot}")),
+                    Some(held) if held.is_some() && held != Some(evict) => {
+                        ServerResponse::Refused(format!("slot {slot} holds {held:?}, not {evict}"))
+                    }
+                    Some(_) => {
+                        tracing::info!(
+                            "farm-server {}: slot {slot}: {evict} → {content} from {from:?}",
+                            self.node
+                        );
+                        self.fetch_into(index, content, &from, "copy");
+                        ServerResponse::Replacing
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Content `content`'s bytes, the same everywhere.
+fn expected(content: u32, size: u64) -> Bytes {
+    let mut buf = BytesMut::zeroed(size as usize);
+    payload(content).fill(0, &mut buf);
+    buf.freeze()
+}
+
+/// 200 with `body` (`length` bytes) as `application/octet-stream`.
+fn octets(body: Body, length: usize) -> Response<Body> {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+    response
+}
+
+pub async fn run(
+    config: ServerConfig,
+    env: NodeEnv,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), String> {
+    let node = env.node_name();
+    let identity = load_identity(&env)?;
+    let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
+    // A stable hash of the node name seeds each server apart.
+    let seed = config.seed ^ hash64(node.as_bytes());
+    let http = reqwest::Client::builder()
+        .timeout(config.fetch_timeout)
+        .build()
+        .map_err(|e| format!("HTTP client: {e}"))?;
+    let server = Arc::new(Server {
+        slots: Mutex::new(vec![None; config.slots]),
+        changed: watch::channel(()).0,
+        busy: AtomicBool::new(false),
+        rng: Mutex::new(StdRng::seed_from_u64(seed)),
+        http,
+        dispatcher: tokio::sync::Mutex::new(Peer::new(&config.dispatcher)),
+        identity: identity.clone(),
+        node: node.clone(),
+        config: config.clone(),
+    });
+    let for_control = server.clone();
+    let control = crate::control::serve(
+        any(config.control_port),
+        &identity,
+        Callers::only("farm server", [config.dispatcher.clone()]),
+        move |_peer, request: ServerRequest| for_control.clone().control(request),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    tracing::info!(
+        "farm-server {node}: {} slots, mean service {:?}",
+        config.slots,
+        config.service
+    );
+    let handler = move |request: Request<hyper::body::Incoming>| server.clone().handle(request);
+    let options = ServeOptions {
+        role: "farm-server",
+        access_log: false,
+    };
+    spawn_http(any(config.port), handler, options, Some(control))
+        .await?
+        .run_until(shutdown)
+        .await
+}
