@@ -18,6 +18,10 @@ const BINARIES: &[(&str, &str)] = &[
     ("cdn-site", env!("CARGO_BIN_EXE_cdn-site")),
     ("controller", env!("CARGO_BIN_EXE_controller")),
     ("icn-load", env!("CARGO_BIN_EXE_icn-load")),
+    ("farm-server", env!("CARGO_BIN_EXE_farm-server")),
+    ("farm-dispatcher", env!("CARGO_BIN_EXE_farm-dispatcher")),
+    ("farm-datacenter", env!("CARGO_BIN_EXE_farm-datacenter")),
+    ("farm-load", env!("CARGO_BIN_EXE_farm-load")),
 ];
 
 fn run(path: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
