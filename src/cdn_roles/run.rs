@@ -20,6 +20,7 @@ use super::request_router::{DownstreamRouter, UpstreamRouter};
 use crate::cdn::{Assign, Video};
 use crate::control::{self, Identity};
 use crate::roles::control::load_identity;
+use crate::roles::http::any_address;
 use crate::roles::http::{serve_until_stopped, spawn_http, Running, ServeOptions};
 use crate::roles::Start;
 
@@ -243,11 +244,6 @@ fn describe_assign(assign: &Assign) -> String {
     }
 }
 
-/// Every interface, port `port`.
-fn any(port: u16) -> SocketAddr {
-    SocketAddr::from(([0, 0, 0, 0], port))
-}
-
 /// The node name a role's default URL uses: `$CDNLAB_NODE`, else `localhost`.
 fn url_node(start: &Start) -> &str {
     start.env.node.as_deref().unwrap_or("localhost")
@@ -256,14 +252,14 @@ fn url_node(start: &Start) -> &str {
 /// `ucs --config FILE`: serves until stopped.
 pub async fn ucs(start: Start) -> Result<(), String> {
     let config = start.parse(|table| UcsConfig::parse(table, url_node(&start)))?;
-    serve_until_stopped(start.shutdown, start_ucs(&config, any(config.port))).await
+    serve_until_stopped(start.shutdown, start_ucs(&config, any_address(config.port))).await
 }
 
 /// `dcs --config FILE`: serves until stopped.
 pub async fn dcs(start: Start) -> Result<(), String> {
     let config = start.parse(DcsConfig::parse)?;
     let identity = load_identity(&start.env)?;
-    let (http, control) = (any(config.port), any(config.control_port));
+    let (http, control) = (any_address(config.port), any_address(config.control_port));
     serve_until_stopped(start.shutdown, start_dcs(&config, identity, http, control)).await
 }
 
@@ -271,7 +267,7 @@ pub async fn dcs(start: Start) -> Result<(), String> {
 pub async fn drr(start: Start) -> Result<(), String> {
     let config = start.parse(DrrConfig::parse)?;
     let identity = load_identity(&start.env)?;
-    let (http, control) = (any(config.port), any(config.control_port));
+    let (http, control) = (any_address(config.port), any_address(config.control_port));
     serve_until_stopped(start.shutdown, start_drr(&config, identity, http, control)).await
 }
 
@@ -285,7 +281,7 @@ pub async fn urr(start: Start) -> Result<(), String> {
     };
     serve_until_stopped(
         start.shutdown,
-        start_urr(&config, identity, any(config.port)),
+        start_urr(&config, identity, any_address(config.port)),
     )
     .await
 }

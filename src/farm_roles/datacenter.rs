@@ -10,11 +10,11 @@ use super::{content_of, payload};
 use crate::control::Callers;
 use crate::roles::control::load_identity;
 use crate::roles::env::NodeEnv;
+use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Body, ServeOptions};
 use hyper::{Request, Response, StatusCode};
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 struct DataCenter {
@@ -56,14 +56,13 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), String> {
     let identity = load_identity(&env)?;
-    let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
     let center = Arc::new(DataCenter {
         config: config.clone(),
         usage: Mutex::new(DataCenterUsage::default()),
     });
     let for_control = center.clone();
     let control = crate::control::serve(
-        any(config.control_port),
+        any_address(config.control_port),
         &identity,
         Callers::only("farm data center", [config.dispatcher.clone()]),
         move |_peer, request: DataCenterRequest| {
@@ -95,7 +94,7 @@ pub async fn run(
         role: "farm-datacenter",
         access_log: false,
     };
-    spawn_http(any(config.port), handler, options, Some(control))
+    spawn_http(any_address(config.port), handler, options, Some(control))
         .await?
         .run_until(shutdown)
         .await

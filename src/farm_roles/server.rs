@@ -18,6 +18,7 @@ use crate::cdn::hashing::hash64;
 use crate::control::{Callers, Identity};
 use crate::roles::control::load_identity;
 use crate::roles::env::NodeEnv;
+use crate::roles::http::any_address;
 use crate::roles::http::paced::Paced;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Body, ServeOptions};
@@ -29,7 +30,6 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp1};
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -298,7 +298,6 @@ pub async fn run(
 ) -> Result<(), String> {
     let node = env.node_name();
     let identity = load_identity(&env)?;
-    let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
     // A stable hash of the node name seeds each server apart.
     let seed = config.seed ^ hash64(node.as_bytes());
     let http = reqwest::Client::builder()
@@ -318,7 +317,7 @@ pub async fn run(
     });
     let for_control = server.clone();
     let control = crate::control::serve(
-        any(config.control_port),
+        any_address(config.control_port),
         &identity,
         Callers::only("farm server", [config.dispatcher.clone()]),
         move |_peer, request: ServerRequest| for_control.clone().control(request),
@@ -335,7 +334,7 @@ pub async fn run(
         role: "farm-server",
         access_log: false,
     };
-    spawn_http(any(config.port), handler, options, Some(control))
+    spawn_http(any_address(config.port), handler, options, Some(control))
         .await?
         .run_until(shutdown)
         .await

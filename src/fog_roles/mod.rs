@@ -10,26 +10,21 @@ pub mod viewers;
 
 use crate::cdn::Payload;
 use crate::roles::control::load_identity;
+use crate::roles::http::any_address;
 use crate::roles::http::serve_until_stopped;
 use crate::roles::summary::{self, ClientSummary};
 use crate::roles::Start;
-use std::net::SocketAddr;
 
 /// The bytes of segment `index` of `video`: the same wherever they are served from.
 pub fn segment_payload(video: usize, index: usize) -> Payload {
     Payload::numbered(((video as u64) << 32) ^ index as u64)
 }
 
-/// Every interface, port `port`.
-fn any(port: u16) -> SocketAddr {
-    SocketAddr::from(([0, 0, 0, 0], port))
-}
-
 /// `cloud --config FILE`: serves until stopped.
 pub async fn cloud(start: Start) -> Result<(), String> {
     let config = start.parse(config::cloud)?;
     let identity = load_identity(&start.env)?;
-    let (http, control) = (any(config.port), any(config.control_port));
+    let (http, control) = (any_address(config.port), any_address(config.control_port));
     serve_until_stopped(
         start.shutdown,
         cloud::start(config, identity, http, control),
@@ -41,7 +36,7 @@ pub async fn cloud(start: Start) -> Result<(), String> {
 pub async fn fdn(start: Start) -> Result<(), String> {
     let config = start.parse(config::fdn)?;
     let identity = load_identity(&start.env)?;
-    let (http, control) = (any(config.port), any(config.control_port));
+    let (http, control) = (any_address(config.port), any_address(config.control_port));
     serve_until_stopped(start.shutdown, fdn::start(config, identity, http, control)).await
 }
 

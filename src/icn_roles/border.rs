@@ -22,6 +22,7 @@ use crate::roles::config::Keys;
 use crate::roles::control::load_identity;
 use crate::roles::control::DEFAULT_CONTROL_PORT;
 use crate::roles::env::NodeEnv;
+use crate::roles::http::any_address;
 use crate::roles::http::semantics::error;
 use crate::roles::http::spawn_http;
 use crate::roles::http::{Body, ServeOptions};
@@ -347,11 +348,10 @@ pub async fn run(
 ) -> Result<(), String> {
     let node = env.node_name();
     let identity = load_identity(env)?;
-    let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
     let border = Border::new(config.clone())?;
     let control = border
         .clone()
-        .serve_control(&identity, any(config.control_port))
+        .serve_control(&identity, any_address(config.control_port))
         .await?;
     for site in &config.sites {
         tokio::spawn(border.clone().probe(site.clone()));
@@ -370,7 +370,7 @@ pub async fn run(
         role: "icn-border",
         access_log: false,
     };
-    spawn_http(any(config.port), handler, options, Some(control))
+    spawn_http(any_address(config.port), handler, options, Some(control))
         .await?
         .run_until(shutdown)
         .await

@@ -41,6 +41,7 @@ use toml::Table;
 
 use crate::cdn::BaseUrl;
 use crate::icn::{ContentStore, Fib, Name, Outcome, Pit, Ticket};
+use crate::roles::http::any_address;
 use crate::roles::http::describe;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Running};
@@ -60,7 +61,7 @@ pub fn config(table: &Table) -> Result<RouterConfig, String> {
 
 /// Serves on `0.0.0.0:port` until `shutdown`.
 pub async fn run(config: RouterConfig, shutdown: impl Future<Output = ()>) -> Result<(), String> {
-    let http = SocketAddr::from(([0, 0, 0, 0], config.port));
+    let http = any_address(config.port);
     start(&config, http).await?.run_until(shutdown).await
 }
 

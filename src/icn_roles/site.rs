@@ -18,6 +18,7 @@ use crate::roles::config::Keys;
 use crate::roles::control::load_identity;
 use crate::roles::control::DEFAULT_CONTROL_PORT;
 use crate::roles::env::NodeEnv;
+use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::spawn_http;
 use crate::roles::http::{Body, ServeOptions};
@@ -26,7 +27,6 @@ use hyper::header::HeaderValue;
 use hyper::{Request, Response, StatusCode};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use toml::Table;
@@ -212,7 +212,6 @@ pub async fn run(
 ) -> Result<(), String> {
     let node = env.node_name();
     let identity = load_identity(&env)?;
-    let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
     let site = Arc::new(Site {
         node,
         env,
@@ -225,7 +224,7 @@ pub async fn run(
     let for_control = site.clone();
     // Measuring restarts the counters: a second reader would steal the controller's demand.
     let control = crate::control::serve(
-        any(config.control_port),
+        any_address(config.control_port),
         &identity,
         Callers::only("CDN site's SM module", [config.controller.clone()]),
         move |_peer, request: SiteRequest| {
@@ -254,7 +253,7 @@ pub async fn run(
         role: "cdn-site",
         access_log: false,
     };
-    spawn_http(any(config.port), handler, options, Some(control))
+    spawn_http(any_address(config.port), handler, options, Some(control))
         .await?
         .run_until(shutdown)
         .await

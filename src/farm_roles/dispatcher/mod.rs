@@ -28,6 +28,7 @@ use crate::replication::placement::{place, EMPTY};
 use crate::replication::{initial, scheme_of};
 use crate::roles::control::load_identity;
 use crate::roles::env::NodeEnv;
+use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Body, ServeOptions};
 use crate::roles::peers::{call_all, Peer};
@@ -37,7 +38,6 @@ use rand::SeedableRng;
 use record::{Interval, Recorder};
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -271,7 +271,6 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), String> {
     let identity = load_identity(&env)?;
-    let any = |port| SocketAddr::from(([0, 0, 0, 0], port));
     let out = env.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let mut rng = StdRng::seed_from_u64(config.seed);
     let replication = initial(&config.system, config.replication).map_err(|e| e.to_string())?;
@@ -303,7 +302,7 @@ pub async fn run(
     });
     let for_control = dispatcher.clone();
     let control = crate::control::serve(
-        any(config.control_port),
+        any_address(config.control_port),
         &identity,
         Callers::only("farm dispatcher", config.servers.clone()),
         move |peer, _request: DispatcherRequest| {
@@ -327,7 +326,7 @@ pub async fn run(
         role: "farm-dispatcher",
         access_log: false,
     };
-    let running = spawn_http(any(config.port), handler, options, Some(control)).await?;
+    let running = spawn_http(any_address(config.port), handler, options, Some(control)).await?;
     let mut recorder = Recorder::new(out, &config, &replication);
     let mut datacenter = Peer::new(&config.datacenter);
     let mut sample = tokio::time::interval(config.sample_every);

@@ -13,3 +13,8 @@ pub use body::Body;
 pub use error_causes::describe;
 pub use running::{serve_until_stopped, spawn_http, Running};
 pub use serve::{serve_http, ServeOptions, KEEP_ALIVE_TIMEOUT, SHUTDOWN_GRACE};
+
+/// `0.0.0.0:port`: every role listens on all of its node's addresses.
+pub fn any_address(port: u16) -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([0, 0, 0, 0], port))
+}
