@@ -1,8 +1,8 @@
 //! cdnlab: an emulation testbed for content delivery research.
 //!
-//! - The algorithms (`cdn`, `has`, `icn`, `fog`, `lru`, `stats`, `pricing`, `replication`) are
-//!   the sans-IO core crate's, `cdnlab_core`, re-exported here; `pricing` and `replication` add
-//!   the files and figures of their reproductions.
+//! - The algorithms (`cdn`, `has`, `icn`, `fog`, `lru`, `stats`, `pricing`, `replication`,
+//!   `p2p`) are the sans-IO core crate's, `cdnlab_core`, re-exported here; `pricing`,
+//!   `replication` and `p2p` add the files and figures of their reproductions.
 //! - The role runtime, `roles` (one `main`, environment, config, HTTP, control-plane identity,
 //!   links, client summaries, logs), the `control` plane it uses, and `role_configs`, every
 //!   role's config reader by name, so a lab checks its nodes' configs before it starts.
@@ -13,7 +13,7 @@
 //!   links and processes (`container`: the same as docker containers); `probe` measures links.
 //! - The tools: `cli` is the `cdnlab` command; `run` plays a scenario's timeline, `sweep` runs
 //!   parameter grids, `bench` measures the emulation; `plot` and `table` draw the figures and
-//!   tables they report.
+//!   tables they report; `parallel` runs offline experiments on every core.
 
 // The algorithms live in the core crate so the compiler keeps I/O out of them; re-exported so
 // `crate::cdn::…` and the like name them as before.
@@ -29,6 +29,8 @@ pub mod fog_roles;
 pub mod has_client;
 pub mod icn_roles;
 pub mod lab;
+pub mod p2p;
+pub mod parallel;
 pub mod plot;
 pub mod pricing;
 pub mod probe;

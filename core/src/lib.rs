@@ -12,16 +12,19 @@
 //!   request mapping (papers/000).
 //! - `fog`: federated fog delivery networks (papers/003).
 //! - `replication`: adaptive replication in a server farm (papers/004).
+//! - `p2p`: locality-aware streaming in a hybrid P2P-cloud CDN (papers/002).
 //! - `lru`: the LRU caches the others share.
-//! - `stats`: percentiles, means and spreads of measured samples.
+//! - `stats`: percentiles, means and spreads of measured samples; `zipf`: Zipf popularity.
 
 pub mod cdn;
 pub mod fog;
 pub mod has;
 pub mod icn;
 pub mod lru;
+pub mod p2p;
 pub mod pricing;
 pub mod replication;
 pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod zipf;

@@ -68,6 +68,20 @@ impl<K: Hash + Eq + Clone, V> ByteLru<K, V> {
         self.entries.is_empty()
     }
 
+    /// Whether `key` is held, without making it the most recently used.
+    pub fn contains<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.entries.contains_key(key)
+    }
+
+    /// The keys held, in no particular order.
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.entries.keys()
+    }
+
     /// The value under `key`, which becomes the most recently used.
     pub fn get<Q>(&mut self, key: &Q) -> Option<&V>
     where

@@ -7,6 +7,7 @@ mod container;
 mod down;
 mod exec;
 mod link;
+mod p2p;
 mod pricing;
 mod replication;
 mod run;
@@ -68,6 +69,10 @@ enum Verb {
     /// replication, virtual losses), simulated offline.
     #[command(subcommand)]
     Replication(replication::ReplicationVerb),
+    /// Locality-aware streaming in a hybrid P2P-cloud CDN (peer caches, dispatch among ISPs,
+    /// cloud bandwidth against inter-ISP traffic), modelled and simulated offline.
+    #[command(subcommand)]
+    P2p(p2p::P2pVerb),
 }
 
 /// Runs the command line; returns the process exit status.
@@ -97,6 +102,7 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
             | Verb::Container(_)
             | Verb::Pricing(_)
             | Verb::Replication(_)
+            | Verb::P2p(_)
     ) {
         warn_abandoned();
     }
@@ -113,6 +119,7 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
         Verb::Bench(args) => bench::run(args),
         Verb::Pricing(verb) => pricing::run(verb),
         Verb::Replication(verb) => replication::run(verb),
+        Verb::P2p(verb) => p2p::run(verb),
     }
 }
 

@@ -2,8 +2,6 @@
 
 use super::{initial, scheme_of, simulate, PopularityChange, Replication, SimConfig, SimResult};
 use super::{popularity, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// The three popularity models of Section IV-C.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,24 +123,11 @@ pub struct Run {
 
 /// Runs `jobs` on every core (each its own seed, `seed + index`), in the list's order.
 pub fn run_all(jobs: Vec<Job>, durations: &Durations, seed: u64) -> Result<Vec<Run>, String> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<Option<Result<Run, String>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..threads.min(jobs.len()) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                let outcome = run_one(job, durations, seed.wrapping_add(i as u64));
-                done.lock().expect("no worker panics holding it")[i] = Some(outcome);
-            });
-        }
-    });
-    let done = done.into_inner().expect("no worker panics holding it");
-    done.into_iter()
-        .map(|r| r.expect("every job ran"))
-        .collect()
+    crate::parallel::map(&jobs, |i, job| {
+        run_one(job, durations, seed.wrapping_add(i as u64))
+    })
+    .into_iter()
+    .collect()
 }
 
 fn run_one(job: &Job, durations: &Durations, seed: u64) -> Result<Run, String> {

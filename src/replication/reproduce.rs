@@ -5,9 +5,9 @@
 
 use super::experiment::{run_all, Durations, Job, Model, Run};
 use super::model::{mean_available, z_distribution};
-use super::plot::{render, Figure, Series};
 use super::scheme::NAMES;
 use super::{fixed_point, FixedPoint, LossForm, PopularityChange, Replication};
+use crate::plot::scatter::{render, Figure, Series};
 use crate::table::Table;
 use serde::Serialize;
 use std::path::Path;
@@ -96,11 +96,7 @@ pub fn reproduce(out: &Path, seed: u64, quick: bool) -> Result<String, String> {
         ));
     }
     files.extend(figures(&runs, &change)?);
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    for (name, text) in &files {
-        let path = out.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
+    crate::parallel::write_files(out, &files)?;
     Ok(summary)
 }
 

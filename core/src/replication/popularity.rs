@@ -5,11 +5,10 @@ use super::system::System;
 
 /// Zipf popularity: λ_i = i^(−α) / Σ_{j≤n} j^(−α) · n·λ̄, rank 1 first.
 pub fn zipf(n: usize, alpha: f64, lambda_bar: f64) -> Vec<f64> {
-    let weights: Vec<f64> = (1..=n).map(|i| (i as f64).powf(-alpha)).collect();
-    let total: f64 = weights.iter().sum();
-    weights
+    let total = n as f64 * lambda_bar;
+    crate::zipf::weights(n, alpha)
         .iter()
-        .map(|w| w / total * n as f64 * lambda_bar)
+        .map(|w| w * total)
         .collect()
 }
 

@@ -1,4 +1,4 @@
-//! The reproduction's figures: lines and dots on axes that may be logarithmic (loss rates span
+//! The offline reproductions' figures: lines and dots on axes that may be logarithmic (loss rates span
 //! six decades). A log axis plots log10 of the values and labels its ticks as powers of ten;
 //! values ≤ 0 cannot be drawn there and are left out (a content with no loss measured).
 

@@ -1,7 +1,9 @@
 //! SVG figures (plotters' SVG backend writes text as `<text>`, so no font library is needed):
 //! line plots with optional error bars, and the pieces other figures share (colours, a labelled
 //! line, the legend, axis numbers). Used by sweeps, the ICN controller and load generators, and
-//! the pricing reproduction.
+//! the pricing reproduction; `scatter` draws dots and lines on axes that may be logarithmic.
+
+pub mod scatter;
 
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;

@@ -1,0 +1,4 @@
+mod dispatch;
+mod flow;
+mod input;
+mod lru;
