@@ -25,7 +25,7 @@ if [[ -z $bin_dir ]]; then
   (cd "$root" && cargo build --release --workspace)
   bin_dir=$root/target/release
 fi
-binaries=(cdnlab cdnlab-shaper probe has-client ucs dcs urr drr cloud fdn fog-viewers icn-router icn-border cdn-site controller icn-load farm-server farm-dispatcher farm-datacenter farm-load)
+binaries=(cdnlab cdnlab-shaper probe has-client ucs dcs urr drr cloud fdn fog-viewers icn-router icn-border cdn-site controller icn-load farm-server farm-dispatcher farm-datacenter farm-load p2p-tracker p2p-peer p2p-cloud)
 tools=(/usr/sbin/ip /usr/sbin/tc /usr/sbin/xtables-legacy-multi)
 for b in "${binaries[@]}"; do
   [[ -x $bin_dir/$b ]] || { echo "build-image.sh: $bin_dir/$b is missing (cargo build --release --workspace)" >&2; exit 1; }

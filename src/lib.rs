@@ -8,7 +8,7 @@
 //!   role's config reader by name, so a lab checks its nodes' configs before it starts.
 //! - The scenario families, side by side on the runtime, none importing another: `cdn_roles`
 //!   and `has_client` (interconnected CDNs), `icn_roles` (ICN telco CDN), `fog_roles` (F-FDN),
-//!   `farm_roles` (the adaptive-replication farm).
+//!   `farm_roles` (the adaptive-replication farm), `p2p_roles` (the hybrid P2P-cloud CDN).
 //! - The lab: `topology` reads scenario files; `lab` builds them out of network namespaces, veth
 //!   links and processes (`container`: the same as docker containers); `probe` measures links.
 //! - The tools: `cli` is the `cdnlab` command; `run` plays a scenario's timeline, `sweep` runs
@@ -30,6 +30,7 @@ pub mod has_client;
 pub mod icn_roles;
 pub mod lab;
 pub mod p2p;
+pub mod p2p_roles;
 pub mod parallel;
 pub mod plot;
 pub mod pricing;

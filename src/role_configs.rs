@@ -5,7 +5,7 @@
 use toml::Table;
 
 use crate::cdn_roles::config::{DcsConfig, DrrConfig, UcsConfig, UrrConfig};
-use crate::{farm_roles, fog_roles, has_client, icn_roles, probe, roles::ROLES};
+use crate::{farm_roles, fog_roles, has_client, icn_roles, p2p_roles, probe, roles::ROLES};
 
 /// Reads a node's config table as its role binary will: `(table, node name)`.
 pub type Reader = fn(&Table, &str) -> Result<(), String>;
@@ -42,6 +42,11 @@ pub const READERS: &[(&str, Reader)] = &[
         farm_roles::config::datacenter(t).map(drop)
     }),
     ("farm-load", |t, _| farm_roles::config::load(t).map(drop)),
+    ("p2p-tracker", |t, _| {
+        p2p_roles::config::tracker(t).map(drop)
+    }),
+    ("p2p-peer", |t, _| p2p_roles::config::peer(t).map(drop)),
+    ("p2p-cloud", |t, _| p2p_roles::config::cloud(t).map(drop)),
 ];
 
 /// Reads `config` as role `role` on node `node` will; an unknown role is an error.

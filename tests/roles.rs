@@ -22,6 +22,9 @@ const BINARIES: &[(&str, &str)] = &[
     ("farm-dispatcher", env!("CARGO_BIN_EXE_farm-dispatcher")),
     ("farm-datacenter", env!("CARGO_BIN_EXE_farm-datacenter")),
     ("farm-load", env!("CARGO_BIN_EXE_farm-load")),
+    ("p2p-tracker", env!("CARGO_BIN_EXE_p2p-tracker")),
+    ("p2p-peer", env!("CARGO_BIN_EXE_p2p-peer")),
+    ("p2p-cloud", env!("CARGO_BIN_EXE_p2p-cloud")),
 ];
 
 fn run(path: &str, args: &[&str], env: &[(&str, &str)]) -> Output {

@@ -82,6 +82,11 @@ impl<K: Hash + Eq + Clone, V> ByteLru<K, V> {
         self.entries.keys()
     }
 
+    /// The least recently used key: the next to be evicted.
+    pub fn oldest(&self) -> Option<&K> {
+        self.recency.values().next()
+    }
+
     /// The value under `key`, which becomes the most recently used.
     pub fn get<Q>(&mut self, key: &Q) -> Option<&V>
     where

@@ -26,10 +26,34 @@ pub enum P2pVerb {
         #[arg(long)]
         quick: bool,
     },
+    /// Set runs of topologies/hybrid-p2p-cloud.toml side by side: the cloud's upload from its
+    /// counters, inter-ISP bytes from the peering links' counters, the peers' downloads by
+    /// source and their stalls.
+    Report {
+        /// Run directories (`cdnlab run … --out DIR`).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(verb: P2pVerb) -> Result<(), Failure> {
     match verb {
+        P2pVerb::Report { runs, json } => {
+            let reports = (runs.iter())
+                .map(|dir| crate::p2p::report::read(dir))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(usage_error)?;
+            if json {
+                let text =
+                    serde_json::to_string_pretty(&reports).map_err(|e| failure(e.to_string()))?;
+                println!("{text}");
+            } else {
+                print!("{}", crate::p2p::report::table(&reports));
+            }
+        }
         P2pVerb::Reproduce {
             out,
             seed,

@@ -1,7 +1,7 @@
 //! `cdnlab status` and `cdnlab link show`: the lab as it is now.
 
 use super::{load_lab, resolve_lab, Failure};
-use crate::lab::{shaper, sys, Backend, LabState};
+use crate::lab::{shaper, sys, LabState};
 use serde_json::{json, Value};
 
 fn process_json(state: &LabState, node: &str) -> Value {
@@ -9,48 +9,6 @@ fn process_json(state: &LabState, node: &str) -> Value {
         Some(p) => json!({"pid": p.pid, "running": sys::process_alive(p.pid, p.start_time)}),
         None => Value::Null,
     }
-}
-
-/// Every direction with its impairments and, under the userspace backend, the shaper's counters.
-fn links_json(state: &LabState) -> Vec<Value> {
-    let live = match state.backend {
-        Backend::Userspace => match shaper::show(state) {
-            Ok(response) => Some(response),
-            Err(e) => {
-                eprintln!("warning: {e}");
-                None
-            }
-        },
-        Backend::Kernel => None,
-    };
-    state
-        .directions
-        .iter()
-        .map(|d| {
-            let segment = &state.topology.segments[d.segment];
-            let id = d.id(&state.topology);
-            let to: Vec<&str> = segment
-                .members
-                .iter()
-                .enumerate()
-                .filter(|(m, _)| *m != d.member)
-                .map(|(_, &n)| state.topology.nodes[n].name.as_str())
-                .collect();
-            let counters = live
-                .as_ref()
-                .and_then(|r| r.queues.as_ref()?.iter().find(|q| q.id == id).cloned())
-                .map(|q| json!({"stats": q.stats, "queued": q.queued}));
-            json!({
-                "id": id,
-                "segment": segment.name,
-                "from": state.topology.nodes[segment.members[d.member]].name,
-                "to": to,
-                "impairments": d.impairments.to_string(),
-                "settings": d.impairments,
-                "shaper": counters,
-            })
-        })
-        .collect()
 }
 
 #[derive(clap::Args)]
@@ -96,7 +54,7 @@ pub fn run(args: StatusArgs) -> Result<(), Failure> {
             "shaper": shaper_json,
             "vars": state.topology.vars,
             "nodes": nodes,
-            "links": links_json(&state),
+            "links": crate::lab::directions::json(&state),
         });
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return Ok(());
@@ -150,7 +108,7 @@ pub fn run(args: StatusArgs) -> Result<(), Failure> {
 }
 
 pub fn print_links(state: &LabState, as_json: bool) -> Result<(), Failure> {
-    let links = links_json(state);
+    let links = crate::lab::directions::json(state);
     if as_json {
         println!(
             "{}",

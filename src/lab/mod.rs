@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod control;
+pub mod directions;
 pub mod events;
 pub mod interrupt;
 pub mod links;

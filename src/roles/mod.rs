@@ -13,7 +13,7 @@
 //! - `summary`: what a client writes when it ends (`summary.json`).
 //! - `logs`: `tracing` to the node's log.
 //!
-//! A family (`cdn_roles`, `fog_roles`, `icn_roles`, `farm_roles`, the clients) uses this runtime and the
+//! A family (`cdn_roles`, `fog_roles`, `icn_roles`, `farm_roles`, `p2p_roles`, the clients) uses this runtime and the
 //! sans-IO algorithms; no family imports another.
 
 pub mod config;
@@ -48,10 +48,14 @@ pub const ROLES: &[&str] = &[
     "farm-dispatcher",
     "farm-datacenter",
     "farm-load",
+    "p2p-tracker",
+    "p2p-peer",
+    "p2p-cloud",
 ];
 
-/// The roles that read SIGUSR1 (a timeline `signal` event) as the cue for their next phase.
-pub const SIGNALLED_ROLES: &[&str] = &["farm-load"];
+/// The roles that read SIGUSR1 (a timeline `signal` event) as the cue for their next phase
+/// (`farm-load` changes its popularity, `p2p-peer` leaves).
+pub const SIGNALLED_ROLES: &[&str] = &["farm-load", "p2p-peer"];
 
 #[cfg(test)]
 mod tests {

@@ -39,10 +39,16 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
     let started = std::time::SystemTime::now();
     let mut state = lab::up(topology, &up_options)?;
     let outcome = play(&mut state, options.client_timeout);
+    // Every link direction's counters as the clients left them, before the lab goes.
+    let links = write_json(
+        &out.join("links.json"),
+        &crate::lab::directions::json(&state),
+    );
     // Whatever happened, the logs and events are kept and the lab is removed.
     let kept = keep_lab_files(&state, out);
     let removed = lab::teardown::teardown(&state);
     let clients = outcome?;
+    links?;
     kept?;
     removed?;
     let duration_s = started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0);

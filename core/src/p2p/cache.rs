@@ -64,9 +64,24 @@ impl PeerCache {
     }
 
     /// Caches a downloaded `chunk` as the most recently used, evicting the least recently
-    /// used if the cache is full.
-    pub fn store(&mut self, chunk: u32) {
+    /// used if the cache is full; returns the chunk evicted.
+    pub fn store(&mut self, chunk: u32) -> Option<u32> {
+        let full = self.lru.len() >= self.lru.capacity() && !self.lru.contains(&chunk);
+        let evicted = if full {
+            self.lru.oldest().copied()
+        } else {
+            None
+        };
         self.lru.insert(chunk, (), 1);
+        evicted
+    }
+
+    pub fn len(&self) -> usize {
+        self.lru.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lru.is_empty()
     }
 
     /// The cached chunks, in no particular order.

@@ -10,15 +10,19 @@
 //! - `dispatch`: the policies (local, proportional, Theorem 2's optimal), I_m, T*, and what a
 //!   dispatch costs under Lemma 1's miss rate.
 //! - `lp`: the cloud-bandwidth-against-inter-ISP-cap trade-off as an LP.
+//! - `play`: what a peer plays each slot (Lemma 3's process).
 //! - `sim`: the seeded peer-level simulation of all of it.
+//! - `tracker`: the real tracker's decisions (dispatch, upload tokens, measured r_l and C_m).
 
 pub mod cache;
 pub mod dispatch;
 pub mod error;
 pub mod flow;
 pub mod lp;
+pub mod play;
 pub mod sim;
 pub mod system;
+pub mod tracker;
 
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,7 @@
 use super::cache::PeerCache;
 use super::error::P2pError;
 use super::flow::{served, Peer};
+use super::play::Plays;
 use super::system::System;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -75,10 +76,7 @@ pub fn simulate(system: &System, config: &SimConfig) -> Result<SimResult, P2pErr
     let route: Vec<WeightedAliasIndex<f64>> = (config.dispatch.iter())
         .map(|row| WeightedAliasIndex::new(row.clone()).map_err(invalid_dispatch))
         .collect::<Result<_, _>>()?;
-    let mut weights = vec![system.idle()];
-    weights.extend_from_slice(system.playing());
-    let play = WeightedAliasIndex::new(weights)
-        .map_err(|e| P2pError::invalid("popularity", format!("{e}")))?;
+    let plays = Plays::new(system.idle(), system.playing())?;
 
     let isp_of: Vec<usize> = (system.isps().iter().enumerate())
         .flat_map(|(m, isp)| std::iter::repeat_n(m, isp.peers as usize))
@@ -105,12 +103,10 @@ pub fn simulate(system: &System, config: &SimConfig) -> Result<SimResult, P2pErr
         online.iter_mut().for_each(Vec::clear);
         downloads.clear();
         for (peer, &isp) in isp_of.iter().enumerate() {
-            let drawn = play.sample(&mut rng);
-            if drawn == 0 {
+            let Some(chunk) = plays.draw(&mut rng) else {
                 continue;
-            }
+            };
             online[isp].push(peer);
-            let chunk = (drawn - 1) as u32;
             if !caches[peer].play_cached(chunk) {
                 downloads.push(Download {
                     peer,

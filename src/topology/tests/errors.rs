@@ -264,7 +264,7 @@ config = { port = 80 }
         errors(text),
         "t.toml:1:8: bad lab name `Big_Lab`: use 1 to 20 lowercase letters, digits and `-`, starting with a letter\n\
          t.toml:4:11: a node runs a `role` or a `command`, not both\n\
-         t.toml:6:8: unknown role `cdn-server`; the roles are: probe, has-client, ucs, dcs, urr, drr, cloud, fdn, fog-viewers, icn-router, icn-border, cdn-site, controller, icn-load, farm-server, farm-dispatcher, farm-datacenter, farm-load\n\
+         t.toml:6:8: unknown role `cdn-server`; the roles are: probe, has-client, ucs, dcs, urr, drr, cloud, fdn, fog-viewers, icn-router, icn-border, cdn-site, controller, icn-load, farm-server, farm-dispatcher, farm-datacenter, farm-load, p2p-tracker, p2p-peer, p2p-cloud\n\
          t.toml:7:8: bad node name `C`: use 1 to 63 lowercase letters, digits and `-`, starting with a letter and not ending with `-`\n\
          t.toml:9:10: `config` holds a role's settings, and this node has no `role`"
     );
@@ -547,7 +547,7 @@ role = "ucs"
         "t.toml:12:1: `stop` and `signal` in one event: write them as two [[timeline]] events",
         "t.toml:17:1: `delay` does not apply to a `signal` event",
         "t.toml:20:10: unknown node `z`; the nodes are: a, b, c",
-        "t.toml:23:10: `c` runs role `ucs`, which takes no signal (the roles that do: farm-load)",
+        "t.toml:23:10: `c` runs role `ucs`, which takes no signal (the roles that do: farm-load, p2p-peer)",
     ] {
         assert!(got.contains(want), "missing {want:?} in:\n{got}");
     }

@@ -2,3 +2,4 @@ mod dispatch;
 mod flow;
 mod input;
 mod lru;
+mod tracker;

@@ -1,0 +1,289 @@
+//! The config tables of the hybrid P2P-cloud roles. The tracker and every peer share the
+//! catalogue (`Catalogue`: J chunks of `chunk_size` bytes, caches of B, slots of `slot`), which
+//! they must agree on.
+
+use crate::p2p::tracker::TrackerParams;
+use crate::p2p::Policy;
+use crate::roles::config::Keys;
+use crate::roles::control::DEFAULT_CONTROL_PORT;
+use std::time::Duration;
+use toml::Table;
+
+/// The chunks, caches and slots every role agrees on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Catalogue {
+    /// J: chunks `0 … J−1`, chunk 0 the most popular.
+    pub chunks: usize,
+    /// B, chunks a peer caches.
+    pub cache: usize,
+    /// One slot plays one chunk.
+    pub slot: Duration,
+    pub chunk_size: u64,
+}
+
+impl Catalogue {
+    const KEYS: [&'static str; 4] = ["chunks", "cache", "slot", "chunk_size"];
+
+    fn read(keys: &Keys) -> Result<Catalogue, String> {
+        let (chunks, chunk_size) = chunks_and_size(keys)?;
+        let cache = keys.count("cache")?.unwrap_or(8);
+        if cache == 0 || cache > chunks {
+            return keys.fail(
+                "cache",
+                format!("B = {cache} must be 1 to the number of chunks J = {chunks}"),
+            );
+        }
+        let slot = keys.duration("slot")?.unwrap_or(Duration::from_millis(500));
+        if !(Duration::from_millis(50)..=Duration::from_secs(60)).contains(&slot) {
+            return keys.fail("slot", "must be 50ms to 60s");
+        }
+        Ok(Catalogue {
+            chunks,
+            cache,
+            slot,
+            chunk_size,
+        })
+    }
+}
+
+/// J and the chunks' size, which the cloud needs too.
+fn chunks_and_size(keys: &Keys) -> Result<(usize, u64), String> {
+    let chunks = keys.count("chunks")?.unwrap_or(40);
+    if !(1..=100_000).contains(&chunks) {
+        return keys.fail("chunks", "must be 1 to 100000");
+    }
+    let chunk_size = keys.integer("chunk_size")?.unwrap_or(25_000);
+    if !(1..=64 << 20).contains(&chunk_size) {
+        return keys.fail("chunk_size", "must be 1 byte to 64 MiB");
+    }
+    Ok((chunks, chunk_size))
+}
+
+fn node_name(keys: &Keys, key: &str, value: &str) -> Result<String, String> {
+    if value.is_empty() || value.len() > 64 || value.contains(['/', ':', ' ']) {
+        return keys.fail(key, format!("`{value}` is not a node name"));
+    }
+    Ok(value.to_string())
+}
+
+fn policy(keys: &Keys) -> Result<Policy, String> {
+    match keys.string("dispatch")? {
+        None => Ok(Policy::Optimal),
+        Some(text) => text.parse().or_else(|e| keys.fail("dispatch", e)),
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TrackerConfig {
+    pub catalogue: Catalogue,
+    /// The peers' node names, peer i the i-th.
+    pub peers: Vec<String>,
+    /// The ISP gateway of each ISP (its node on the ISP's LAN), for the record.
+    pub gateways: Vec<String>,
+    pub params: TrackerParams,
+    /// The port of `GET /`, the tracker's state.
+    pub port: u16,
+    pub control_port: u16,
+    /// How often the record is written while the tracker runs.
+    pub record_every: Duration,
+    pub seed: u64,
+}
+
+pub fn tracker(table: &Table) -> Result<TrackerConfig, String> {
+    let keys = Keys::new(table);
+    let mut known = vec![
+        "peers",
+        "peer_isp",
+        "upload",
+        "gateways",
+        "dispatch",
+        "port",
+        "control_port",
+        "record_every",
+        "seed",
+    ];
+    known.extend(Catalogue::KEYS);
+    keys.only(&known, "role p2p-tracker")?;
+    let catalogue = Catalogue::read(&keys)?;
+    let peers = (keys.items("peers")?.iter())
+        .map(|p| node_name(&keys, "peers", p))
+        .collect::<Result<Vec<_>, _>>()?;
+    if peers.len() > 4096 {
+        return keys.fail("peers", "at most 4096 peers");
+    }
+    let upload = keys.numbers("upload")?;
+    let isps = upload.len();
+    if let Some(m) = upload.iter().position(|&u| u <= 0.0) {
+        return keys.fail(
+            "upload",
+            format!("the upload of ISP {} must be above 0", m + 1),
+        );
+    }
+    let isp_of = (keys.items("peer_isp")?.iter())
+        .map(|text| match text.parse::<usize>() {
+            Ok(m) if (1..=isps).contains(&m) => Ok(m - 1),
+            _ => keys.fail(
+                "peer_isp",
+                format!("`{text}` is not an ISP number from 1 to {isps} (one per upload)"),
+            ),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if isp_of.len() != peers.len() {
+        return keys.fail(
+            "peer_isp",
+            format!("{} ISP numbers for {} peers", isp_of.len(), peers.len()),
+        );
+    }
+    let gateways = match keys.value("gateways") {
+        None => Vec::new(),
+        Some(_) => (keys.items("gateways")?.iter())
+            .map(|g| node_name(&keys, "gateways", g))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    if !gateways.is_empty() && gateways.len() != isps {
+        return keys.fail(
+            "gateways",
+            format!("{} gateways for {isps} ISPs", gateways.len()),
+        );
+    }
+    let params = TrackerParams {
+        isp_of,
+        upload,
+        chunks: catalogue.chunks,
+        cache: catalogue.cache,
+        policy: policy(&keys)?,
+        slot_s: catalogue.slot.as_secs_f64(),
+    };
+    // Every other check of the ISPs (one without peers, …) is the tracker's own.
+    crate::p2p::tracker::Tracker::new(params.clone()).or_else(|e| {
+        let key = match &e {
+            crate::p2p::P2pError::Invalid { name, .. } if name.starts_with("peers of") => {
+                "peer_isp"
+            }
+            _ => "upload",
+        };
+        keys.fail(key, e)
+    })?;
+    let record_every = keys
+        .duration("record_every")?
+        .unwrap_or(Duration::from_secs(5));
+    if record_every < Duration::from_millis(100) {
+        return keys.fail("record_every", "must be at least 100ms");
+    }
+    Ok(TrackerConfig {
+        catalogue,
+        peers,
+        gateways,
+        params,
+        port: keys.port("port", 80)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
+        record_every,
+        seed: keys.integer("seed")?.unwrap_or(1),
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    pub catalogue: Catalogue,
+    pub tracker: String,
+    pub cloud: String,
+    /// π_0, the chance that the peer is idle (offline) in a slot.
+    pub idle: f64,
+    /// The Zipf exponent of chunk popularity.
+    pub zipf: f64,
+    /// How many slots ahead a chunk is fetched: the time a download has.
+    pub lookahead: u32,
+    pub duration: Duration,
+    pub port: u16,
+    pub cloud_port: u16,
+    pub control_port: u16,
+    /// Every download (from a peer or the cloud) is given up after this long.
+    pub fetch_timeout: Duration,
+    pub seed: u64,
+}
+
+pub fn peer(table: &Table) -> Result<PeerConfig, String> {
+    let keys = Keys::new(table);
+    let mut known = vec![
+        "tracker",
+        "cloud",
+        "idle",
+        "zipf",
+        "lookahead",
+        "duration",
+        "port",
+        "cloud_port",
+        "control_port",
+        "fetch_timeout",
+        "seed",
+    ];
+    known.extend(Catalogue::KEYS);
+    keys.only(&known, "role p2p-peer")?;
+    let catalogue = Catalogue::read(&keys)?;
+    let idle = keys.number("idle")?.unwrap_or(0.2);
+    if !(0.0..1.0).contains(&idle) {
+        return keys.fail("idle", "π_0 must be at least 0 and below 1");
+    }
+    let zipf = keys.number("zipf")?.unwrap_or(0.8);
+    if !(zipf.is_finite() && zipf >= 0.0) {
+        return keys.fail("zipf", "must be a number ≥ 0");
+    }
+    let lookahead = keys.integer("lookahead")?.unwrap_or(4);
+    if !(1..=100).contains(&lookahead) {
+        return keys.fail("lookahead", "must be 1 to 100 slots");
+    }
+    let duration = keys
+        .duration("duration")?
+        .unwrap_or(Duration::from_secs(60));
+    if duration < catalogue.slot * (lookahead as u32 + 1) {
+        return keys.fail("duration", "must last more than the lookahead's slots");
+    }
+    let tracker = keys.string("tracker")?.unwrap_or("tracker");
+    let cloud = keys.string("cloud")?.unwrap_or("cloud");
+    Ok(PeerConfig {
+        tracker: node_name(&keys, "tracker", tracker)?,
+        cloud: node_name(&keys, "cloud", cloud)?,
+        catalogue,
+        idle,
+        zipf,
+        lookahead: lookahead as u32,
+        duration,
+        port: keys.port("port", 80)?,
+        cloud_port: keys.port("cloud_port", 80)?,
+        control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
+        fetch_timeout: keys
+            .duration("fetch_timeout")?
+            .unwrap_or(Duration::from_secs(10)),
+        seed: keys.integer("seed")?.unwrap_or(1),
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct CloudConfig {
+    pub chunks: usize,
+    pub chunk_size: u64,
+    pub port: u16,
+    /// How often the counts are written while the cloud runs.
+    pub record_every: Duration,
+}
+
+pub fn cloud(table: &Table) -> Result<CloudConfig, String> {
+    let keys = Keys::new(table);
+    keys.only(
+        &["chunks", "chunk_size", "port", "record_every"],
+        "role p2p-cloud",
+    )?;
+    let (chunks, chunk_size) = chunks_and_size(&keys)?;
+    let record_every = keys
+        .duration("record_every")?
+        .unwrap_or(Duration::from_secs(1));
+    if record_every < Duration::from_millis(100) {
+        return keys.fail("record_every", "must be at least 100ms");
+    }
+    Ok(CloudConfig {
+        chunks,
+        chunk_size,
+        port: keys.port("port", 80)?,
+        record_every,
+    })
+}
