@@ -190,3 +190,36 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// Every test file that brings up labs (`can_run_labs`) or containers (`docker_works`) is in
+/// nextest's `labs` group, so no two of them share the machine at once: a lab test left out
+/// runs beside another and both measure a loaded machine.
+#[test]
+fn every_lab_test_file_runs_in_the_labs_group() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let config = std::fs::read_to_string(root.join(".config/nextest.toml")).expect("nextest.toml");
+    let filter = config
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("filter = "))
+        .expect("the labs group's filter");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root.join("tests")).expect("tests/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("test file");
+        let stem = path.file_stem().and_then(|s| s.to_str()).expect("name");
+        let needs_machine = ["can_run_labs", "docker_works"]
+            .iter()
+            .any(|check| text.contains(&format!("if !{check}()")));
+        if needs_machine && !filter.contains(&format!("binary({stem})")) {
+            missing.push(stem.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "tests/{{{}}}.rs bring up labs or containers but are not in .config/nextest.toml's labs group",
+        missing.join(",")
+    );
+}
