@@ -22,6 +22,7 @@ pub use cdnlab_core::{cdn, fog, has, icn, lru, stats};
 pub mod bench;
 pub mod cdn_roles;
 pub mod cli;
+pub mod compose;
 pub mod container;
 pub mod control;
 pub mod farm_roles;

@@ -237,17 +237,21 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
     // while they are well into it.
     std::thread::sleep(Duration::from_secs(10));
     let inject = Command::new(root().join("scripts/set-delay.sh"))
-        .args(["--compose", "internet", "250ms"])
+        .args(["--compose", "dborder-uborder", "250ms"])
         .env("COMPOSE_PROJECT_NAME", PROJECT)
         .output()
         .unwrap();
     assert!(inject.status.success(), "set-delay.sh: {}", text(&inject));
     let said = text(&inject);
-    assert_eq!(said.matches("internet: delay 250ms").count(), 2, "{said}");
+    assert_eq!(
+        said.matches("dborder-uborder: delay 250ms").count(),
+        2,
+        "{said}"
+    );
 
     let files: Vec<PathBuf> = CLIENTS
         .iter()
-        .map(|c| results.join(c).join("summary.json"))
+        .map(|c| results.join("icdn").join(c).join("summary.json"))
         .collect();
     let summaries = wait_for_json(&testbed, &files, Duration::from_secs(150));
 
@@ -261,7 +265,8 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
         // Playback starts once segment 0 is in, so start-up holds its whole download: at least
         // one round trip and 0.5 Mbit/s × 2 s over 5 Mbit/s, 0.2 s. How long beyond that
         // depends on the machine (BENCHMARKS.md and RESULTS.md measure it), so no upper bound.
-        let csv = std::fs::read_to_string(results.join(client).join("segments.csv")).unwrap();
+        let csv = std::fs::read_to_string(results.join("icdn").join(client).join("segments.csv"))
+            .unwrap();
         let first = first_download_s(&csv);
         assert!(
             startup > 0.1 && startup >= first - 1e-6,
@@ -285,7 +290,7 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
     // A single hop can be slow on a busy machine, so each side is judged by its median: before
     // the step nearer the old round trip than the new (under the midpoint, 0.36 s), after it
     // below 0.8 s, the midpoint to what the delay applied twice each way would give (1.06 s).
-    let csv = std::fs::read_to_string(results.join("c-upstream-rr/segments.csv")).unwrap();
+    let csv = std::fs::read_to_string(results.join("icdn/c-upstream-rr/segments.csv")).unwrap();
     let hops = urr_hops(&csv);
     assert_eq!(hops.len(), CHUNKS, "{csv}");
     assert!(
@@ -330,7 +335,7 @@ fn site1_shares(controller: &serde_json::Value) -> Vec<f64> {
 }
 
 /// The `icn` profile (papers/000's system as 18 containers): the regions' users are served,
-/// PARM installs rules, and `set-bandwidth.sh --compose icn-site1 1mbit` reaches site1's SM
+/// PARM installs rules, and `set-bandwidth.sh --compose icn-core-site1 1mbit` reaches site1's SM
 /// module (C_1 = 1 Mbit/s) and moves the mapping away from site1 at the next PARM period.
 #[test]
 fn compose_icn_profile_maps_away_from_a_slowed_site() {
@@ -347,7 +352,7 @@ fn compose_icn_profile_maps_away_from_a_slowed_site() {
         profile: Some("icn"),
     };
     build_image(&testbed);
-    let up = testbed.run(&["up", "-d", "load1", "load2", "load3", "load4"]);
+    let up = testbed.run(&["up", "-d", "icn-load1", "icn-load2", "icn-load3", "icn-load4"]);
     assert!(
         up.status.success(),
         "compose up: {}\n{}",
@@ -357,7 +362,7 @@ fn compose_icn_profile_maps_away_from_a_slowed_site() {
     // The change comes once two mappings with demand are installed (controller.json is
     // rewritten every period), whenever the containers came up: not after a fixed sleep that
     // a slow start would turn into a change before the first mapping.
-    let controller_json = results.join("controller/controller.json");
+    let controller_json = results.join("icn/controller/controller.json");
     let deadline = Instant::now() + Duration::from_secs(120);
     while read_json(&controller_json).map_or(0, |c| site1_shares(&c).len()) < 2 {
         assert!(
@@ -369,21 +374,20 @@ fn compose_icn_profile_maps_away_from_a_slowed_site() {
     }
     let before = site1_shares(&read_json(&controller_json).expect("controller.json"));
     let slow = Command::new(root().join("scripts/set-bandwidth.sh"))
-        .args(["--compose", "icn-site1", "1mbit"])
+        .args(["--compose", "icn-core-site1", "1mbit"])
         .env("COMPOSE_PROJECT_NAME", ICN_PROJECT)
         .output()
         .unwrap();
     assert!(slow.status.success(), "set-bandwidth.sh: {}", text(&slow));
 
     let files: Vec<PathBuf> = (1..=4)
-        .map(|l| results.join(format!("load{l}")).join("summary.json"))
+        .map(|l| results.join(format!("icn/load{l}")).join("summary.json"))
         .collect();
     for load in wait_for_json(&testbed, &files, Duration::from_secs(150)) {
         assert_eq!(load["failed"], false, "{load}");
         assert!(load["requests"].as_u64() > Some(100), "{load}");
     }
-    let controller =
-        read_json(&results.join("controller/controller.json")).expect("controller.json");
+    let controller = read_json(&controller_json).expect("controller.json");
     // In the last period every site answered.
     let capacity = controller["ticks"]
         .as_array()
@@ -414,4 +418,50 @@ fn compose_icn_profile_maps_away_from_a_slowed_site() {
         Vec::<String>::new(),
         "left behind by down -v"
     );
+}
+
+/// Every shipped topology, and all of them in one file, generate a compose file that compose
+/// itself accepts (`config -q` parses it, checks its references and interpolates it).
+#[test]
+fn every_shipped_topology_generates_a_file_compose_accepts() {
+    if !docker_works() {
+        return;
+    }
+    let dir = std::env::temp_dir().join("cdnlab-test-compose-config");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("topologies"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    let mut generated: Vec<PathBuf> = files
+        .iter()
+        .map(|topology| {
+            let out = dir.join(topology.file_name().unwrap()).with_extension("yml");
+            let made = Command::new(env!("CARGO_BIN_EXE_cdnlab"))
+                .arg("compose")
+                .arg(topology)
+                .arg("--out")
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(made.status.success(), "{}: {}", topology.display(), text(&made));
+            out
+        })
+        .collect();
+    generated.push(root().join("docker-compose.yml"));
+    let compose = compose_program();
+    for file in &generated {
+        let config = Command::new(compose[0])
+            .args(&compose[1..])
+            .arg("-f")
+            .arg(file)
+            .args(["config", "-q"])
+            .output()
+            .unwrap();
+        assert!(config.status.success(), "{}: {}", file.display(), text(&config));
+    }
 }

@@ -6,7 +6,9 @@ use super::topology_args::EmulationArgs;
 use super::{failure, parse_duration, usage_error, Failure};
 use crate::container::entry::{self, Program, RunOptions};
 use crate::container::links::{self, state_dir, ContainerState};
-use crate::container::spec::{parse_net, parse_route, NetSpec, RouteSpec};
+use crate::container::spec::{
+    attach_senders, parse_net, parse_route, parse_sender, NetSpec, RouteSpec, SenderSpec,
+};
 use crate::lab;
 use crate::topology::ChangeFlags;
 use clap::{Args, Subcommand};
@@ -59,6 +61,10 @@ pub struct RunArgs {
     /// impairment keys). Its interface is the one with an address in SUBNET. Repeatable.
     #[arg(long = "net", value_name = "NAME=SUBNET[,KEY=VALUE...]", value_parser = parse_net)]
     nets: Vec<NetSpec>,
+    /// Traffic on network NAME from member ADDRESS has impairments of its own:
+    /// `NAME=ADDRESS[,KEY=VALUE...]` (a LAN whose members send at different rates). Repeatable.
+    #[arg(long = "net-from", value_name = "NAME=ADDRESS[,KEY=VALUE...]", value_parser = parse_sender)]
+    senders: Vec<SenderSpec>,
     /// A static route, `SUBNET=GATEWAY`. Repeatable.
     #[arg(long = "route", value_name = "SUBNET=GATEWAY", value_parser = parse_route)]
     routes: Vec<RouteSpec>,
@@ -130,8 +136,10 @@ fn run_container(args: RunArgs) -> Result<(), Failure> {
         _ if !args.command.is_empty() => Program::Command(args.command),
         _ => Program::Nothing,
     };
+    let mut nets = args.nets;
+    attach_senders(&mut nets, args.senders).map_err(usage_error)?;
     let status = entry::run(&RunOptions {
-        nets: args.nets,
+        nets,
         routes: args.routes,
         link_backend: args.emulation.link_backend,
         seed: args.emulation.seed,

@@ -3,6 +3,7 @@
 
 mod bench;
 mod clean;
+mod compose;
 mod container;
 mod down;
 mod exec;
@@ -54,6 +55,9 @@ enum Verb {
     /// Run a topology once per combination of varied variables, several labs at once; write
     /// every client's results to sweep.csv, print tables and draw SVG plots.
     Sweep(Box<sweep::SweepArgs>),
+    /// Write a compose file for topology files: one service per node, one network per link or
+    /// LAN, the impairments applied inside each container.
+    Compose(compose::ComposeArgs),
     /// Inside a testbed container (docker-compose.yml): its entrypoint, healthcheck, run-time
     /// link changes and certificates.
     #[command(subcommand)]
@@ -100,6 +104,7 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
         Verb::Down(_)
             | Verb::Clean(_)
             | Verb::Container(_)
+            | Verb::Compose(_)
             | Verb::Pricing(_)
             | Verb::Replication(_)
             | Verb::P2p(_)
@@ -116,6 +121,7 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
         Verb::Run(args) => run::run(args),
         Verb::Sweep(args) => sweep::run(*args),
         Verb::Container(verb) => container::run(verb),
+        Verb::Compose(args) => compose::run(args),
         Verb::Bench(args) => bench::run(args),
         Verb::Pricing(verb) => pricing::run(verb),
         Verb::Replication(verb) => replication::run(verb),

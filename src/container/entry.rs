@@ -11,6 +11,7 @@ use crate::lab::process::STOP_GRACE;
 use crate::lab::sys::{self, err, Error, Result};
 use std::os::fd::AsFd;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// What the container runs once its networks are set up.
@@ -45,6 +46,9 @@ pub fn run(options: &RunOptions) -> Result<i32> {
     links::prepare_state_dir()?;
     let argv = program_argv(&options.program)?;
     interrupt::install();
+    // SAFETY: the handler only stores to an atomic flag.
+    let handler: extern "C" fn(libc::c_int) = on_usr1;
+    unsafe { libc::signal(libc::SIGUSR1, handler as libc::sighandler_t) };
 
     let ifnames = find_interfaces(&options.nets)?;
     for route in &options.routes {
@@ -121,11 +125,25 @@ fn supervise(
         if interrupt::interrupted() {
             return Ok(0);
         }
+        if USR1.swap(false, Ordering::Relaxed) {
+            if let Some(child) = program.as_ref() {
+                // SAFETY: signalling our own child by its pid.
+                unsafe { libc::kill(child.id() as i32, libc::SIGUSR1) };
+            }
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
 /// The program's command line; a role's config is checked and written first.
+/// SIGUSR1 to the container (`docker kill -s USR1`, a timeline's `signal`) goes on to its
+/// program: a role with a next phase moves to it, as in a lab.
+static USR1: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_usr1(_: libc::c_int) {
+    USR1.store(true, Ordering::Relaxed);
+}
+
 fn program_argv(program: &Program) -> Result<Option<Vec<String>>> {
     match program {
         Program::Nothing => Ok(None),

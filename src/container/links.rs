@@ -7,7 +7,9 @@
 //! set`, run later by `docker exec`, can change it.
 
 use super::spec::NetSpec;
-use crate::lab::links::{apply_netem, choose_backend_with, ingress_queue_rule, update_queue_rule};
+use crate::lab::links::{
+    apply_netem, choose_backend_with, ingress_queue_rule, update_queue_rule, IPTABLES,
+};
 use crate::lab::shaper;
 use crate::lab::sys::{self, Error, Result};
 use crate::lab::{Backend, BackendChoice};
@@ -28,6 +30,26 @@ pub struct NetState {
     /// The NFQUEUE number (userspace backend).
     pub queue_num: u16,
     pub impairments: Impairments,
+    /// Members whose arriving traffic has impairments of its own (`--net-from`), each on a
+    /// queue of its own; with any, every queue of the network is always installed, so no
+    /// sender's packets fall through to the network's default queue.
+    #[serde(default)]
+    pub senders: Vec<SenderState>,
+}
+
+/// One sender of `--net-from` on a network, as set up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SenderState {
+    pub addr: std::net::Ipv4Addr,
+    pub queue_num: u16,
+    pub impairments: Impairments,
+}
+
+impl NetState {
+    /// The shaper's queue id of one sender on this network.
+    fn sender_id(&self, sender: &SenderState) -> String {
+        format!("{}<-{}", self.name, sender.addr)
+    }
 }
 
 /// What `cdnlab container run` set up, for the commands that change it later.
@@ -52,6 +74,8 @@ fn shaper_socket() -> PathBuf {
 impl ContainerState {
     /// The container's networks (`nets`, in `--net` order) on the interfaces found for them.
     pub fn new(backend: Backend, nets: &[NetSpec], ifnames: Vec<String>) -> ContainerState {
+        // Each network's queue is its index; the senders' queues follow them.
+        let mut next_queue = nets.len() as u16;
         ContainerState {
             backend,
             nets: nets
@@ -63,6 +87,18 @@ impl ContainerState {
                     ifname,
                     queue_num: i as u16,
                     impairments: net.impairments.clone(),
+                    senders: net
+                        .senders
+                        .iter()
+                        .map(|(addr, impairments)| {
+                            next_queue += 1;
+                            SenderState {
+                                addr: *addr,
+                                queue_num: next_queue - 1,
+                                impairments: impairments.clone(),
+                            }
+                        })
+                        .collect(),
                 })
                 .collect(),
         }
@@ -125,17 +161,24 @@ pub fn install(state: &ContainerState, seed: u64, output: std::fs::File) -> Resu
             Ok(None)
         }
         Backend::Userspace => {
-            let queues = state
-                .nets
-                .iter()
-                .map(|net| QueueSpec {
-                    id: net.name.clone(),
-                    netns: None,
-                    queue_num: net.queue_num,
-                    impairments: net.impairments.clone(),
-                    seed: seed.wrapping_add(u64::from(net.queue_num)),
-                })
-                .collect();
+            let queue = |id: String, queue_num: u16, impairments: &Impairments| QueueSpec {
+                id,
+                netns: None,
+                queue_num,
+                impairments: impairments.clone(),
+                seed: seed.wrapping_add(u64::from(queue_num)),
+            };
+            let mut queues = Vec::new();
+            for net in &state.nets {
+                queues.push(queue(net.name.clone(), net.queue_num, &net.impairments));
+                for sender in &net.senders {
+                    queues.push(queue(
+                        net.sender_id(sender),
+                        sender.queue_num,
+                        &sender.impairments,
+                    ));
+                }
+            }
             let config = DaemonConfig::new(shaper_socket(), queues);
             let child = shaper::spawn(
                 &config,
@@ -146,7 +189,15 @@ pub fn install(state: &ContainerState, seed: u64, output: std::fs::File) -> Resu
             )?;
             let none = Impairments::default();
             for net in &state.nets {
-                update_queue_rule(None, &queue_rule(net), &none, &net.impairments)?;
+                if net.senders.is_empty() {
+                    update_queue_rule(None, &queue_rule(net), &none, &net.impairments)?;
+                    continue;
+                }
+                // The senders' rules first: the network's own rule catches everyone else.
+                for sender in &net.senders {
+                    append_queue_rule(&sender_rule(net, sender))?;
+                }
+                append_queue_rule(&queue_rule(net))?;
             }
             Ok(Some(child))
         }
@@ -155,6 +206,19 @@ pub fn install(state: &ContainerState, seed: u64, output: std::fs::File) -> Resu
 
 fn queue_rule(net: &NetState) -> String {
     ingress_queue_rule(&net.ifname, false, net.queue_num)
+}
+
+fn sender_rule(net: &NetState, sender: &SenderState) -> String {
+    format!(
+        "-i {} -s {} -j NFQUEUE --queue-num {}",
+        net.ifname, sender.addr, sender.queue_num
+    )
+}
+
+fn append_queue_rule(rule: &str) -> Result<()> {
+    let mut argv = vec![IPTABLES, "-t", "raw", "-A", "PREROUTING"];
+    argv.extend(rule.split(' '));
+    sys::run(&argv, None).map(|_| ())
 }
 
 /// Changes network `name`'s impairments at run time and saves the state; returns them.
@@ -176,7 +240,18 @@ pub fn set(
                 id: net.name.clone(),
                 impairments: new.clone(),
             })?;
-            update_queue_rule(None, &queue_rule(&net), &net.impairments, &new)?;
+            if net.senders.is_empty() {
+                update_queue_rule(None, &queue_rule(&net), &net.impairments, &new)?;
+            }
+            // The change applies to every sender's traffic on the network.
+            for (slot, sender) in state.nets[index].senders.iter_mut().zip(&net.senders) {
+                let changed = change.apply_to(&sender.impairments);
+                call(&Request::Set {
+                    id: net.sender_id(sender),
+                    impairments: changed.clone(),
+                })?;
+                slot.impairments = changed;
+            }
         }
     }
     state.nets[index].impairments = new.clone();
@@ -197,18 +272,32 @@ pub fn show(state: &ContainerState) -> Result<String> {
     let mut text = format!("backend: {}\n", state.backend.name());
     for net in &state.nets {
         text += &format!("{} ({}): {}", net.name, net.ifname, net.impairments);
-        if let Some(queue) = counters.iter().find(|q| q.id == net.name) {
-            text += &format!(
+        text += &counters_of(&counters, &net.name);
+        text.push('\n');
+        for sender in &net.senders {
+            text += &format!("  from {}: {}", sender.addr, sender.impairments);
+            text += &counters_of(&counters, &net.sender_id(sender));
+            text.push('\n');
+        }
+    }
+    Ok(text)
+}
+
+/// `  [packets … queued …]` for the shaper's queue `id`, or nothing without the shaper.
+fn counters_of(counters: &[netem::daemon::QueueStatus], id: &str) -> String {
+    counters
+        .iter()
+        .find(|q| q.id == id)
+        .map(|queue| {
+            format!(
                 "  [packets {} lost {} overflowed {} queued {}]",
                 queue.stats.packets,
                 queue.stats.dropped_loss,
                 queue.stats.dropped_queue_full,
                 queue.queued
-            );
-        }
-        text.push('\n');
-    }
-    Ok(text)
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// Makes the state directory, clearing what an earlier start of this container left.

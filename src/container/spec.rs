@@ -60,6 +60,20 @@ impl std::fmt::Display for Subnet {
 pub struct NetSpec {
     pub name: String,
     pub subnet: Subnet,
+    /// What this container's traffic onto the network gets (the kernel backend applies it on
+    /// egress) and, with the userspace backend, what arriving traffic gets unless its sender
+    /// is listed in `senders`.
+    pub impairments: Impairments,
+    /// Members whose traffic onto the network is impaired differently (`--net-from`): what
+    /// arrives from each is held as its sender's impairments say (userspace backend).
+    pub senders: Vec<(Ipv4Addr, Impairments)>,
+}
+
+/// `--net-from NAME=ADDR[,KEY=VALUE...]`: traffic on network NAME from member ADDR.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SenderSpec {
+    pub net: String,
+    pub addr: Ipv4Addr,
     pub impairments: Impairments,
 }
 
@@ -81,11 +95,59 @@ pub fn parse_net(text: &str) -> Result<NetSpec, String> {
     }
     let mut parts = rest.split(',');
     let subnet = Subnet::parse(parts.next().unwrap_or_default()).map_err(fail)?;
+    Ok(NetSpec {
+        name: name.to_string(),
+        subnet,
+        impairments: parse_keys(parts).map_err(fail)?,
+        senders: Vec::new(),
+    })
+}
+
+/// `NAME=ADDR[,KEY=VALUE...]`, the keys as for `--net`.
+pub fn parse_sender(text: &str) -> Result<SenderSpec, String> {
+    let fail = |message: String| format!("--net-from `{text}`: {message}");
+    let (net, rest) = text
+        .split_once('=')
+        .ok_or_else(|| fail("expected NAME=ADDRESS[,delay=10ms,rate=5mbit...]".into()))?;
+    let mut parts = rest.split(',');
+    let addr = parts.next().unwrap_or_default();
+    Ok(SenderSpec {
+        net: net.to_string(),
+        addr: addr
+            .parse()
+            .map_err(|_| fail(format!("`{addr}` is not an IPv4 address")))?,
+        impairments: parse_keys(parts).map_err(fail)?,
+    })
+}
+
+/// Gives each `--net-from` to its network; names one whose network is not given or whose
+/// address is outside that network's subnet.
+pub fn attach_senders(nets: &mut [NetSpec], senders: Vec<SenderSpec>) -> Result<(), String> {
+    for sender in senders {
+        let Some(net) = nets.iter_mut().find(|n| n.name == sender.net) else {
+            return Err(format!(
+                "--net-from `{}={}`: no --net `{}`",
+                sender.net, sender.addr, sender.net
+            ));
+        };
+        if !net.subnet.contains(sender.addr) {
+            return Err(format!(
+                "--net-from `{}={}`: the address is not in {}'s subnet {}",
+                sender.net, sender.addr, net.name, net.subnet
+            ));
+        }
+        net.senders.push((sender.addr, sender.impairments));
+    }
+    Ok(())
+}
+
+/// The `KEY=VALUE` parts of `--net` and `--net-from`: the topology's impairment keys.
+fn parse_keys<'a>(parts: impl Iterator<Item = &'a str>) -> Result<Impairments, String> {
     let mut fields = ImpairmentFields::<&str>::default();
     for part in parts {
         let (key, value) = part
             .split_once('=')
-            .ok_or_else(|| fail(format!("`{part}` is not KEY=VALUE")))?;
+            .ok_or_else(|| format!("`{part}` is not KEY=VALUE"))?;
         let slot = match key {
             "delay" => &mut fields.delay,
             "jitter" => &mut fields.jitter,
@@ -96,26 +158,61 @@ pub fn parse_net(text: &str) -> Result<NetSpec, String> {
             "rate" => &mut fields.rate,
             "limit" => &mut fields.limit,
             other => {
-                return Err(fail(format!(
+                return Err(format!(
                     "unknown key `{other}` (known: delay, jitter, delay_correlation, \
                      distribution, loss, loss_correlation, rate, limit)"
-                )))
+                ))
             }
         };
         if slot.replace(value).is_some() {
-            return Err(fail(format!("`{key}` is given twice")));
+            return Err(format!("`{key}` is given twice"));
         }
     }
     // The flag-style messages (`--delay: ...`) name keys here, without the dashes.
     let change = change_from_flags(&fields).map_err(|e| {
         let lines: Vec<&str> = e.lines().map(|l| l.trim_start_matches("--")).collect();
-        fail(lines.join("; "))
+        lines.join("; ")
     })?;
-    Ok(NetSpec {
-        name: name.to_string(),
-        subnet,
-        impairments: change.apply_to(&Impairments::default()),
-    })
+    Ok(change.apply_to(&Impairments::default()))
+}
+
+/// The `KEY=VALUE` parts that `parse_keys` reads back as `impairments` (`delay=10ms,rate=5mbit`;
+/// empty for none): what `cdnlab compose` writes after a network's name and subnet.
+pub fn impairment_keys(impairments: &Impairments) -> String {
+    use netem::units::{format_duration_ns, format_percent, format_rate_bps};
+    let i = impairments;
+    let mut parts = Vec::new();
+    if i.delay_ns > 0 {
+        parts.push(format!("delay={}", format_duration_ns(i.delay_ns)));
+    }
+    if i.jitter_ns > 0 {
+        parts.push(format!("jitter={}", format_duration_ns(i.jitter_ns)));
+    }
+    if i.delay_correlation > 0.0 {
+        parts.push(format!(
+            "delay_correlation={}",
+            format_percent(i.delay_correlation)
+        ));
+    }
+    if let Some(distribution) = i.distribution {
+        parts.push(format!("distribution={}", distribution.name()));
+    }
+    if i.loss > 0.0 {
+        parts.push(format!("loss={}", format_percent(i.loss)));
+    }
+    if i.loss_correlation > 0.0 {
+        parts.push(format!(
+            "loss_correlation={}",
+            format_percent(i.loss_correlation)
+        ));
+    }
+    if let Some(rate) = i.rate_bps {
+        parts.push(format!("rate={}", format_rate_bps(rate)));
+    }
+    if i.limit != netem::DEFAULT_LIMIT {
+        parts.push(format!("limit={}", i.limit));
+    }
+    parts.join(",")
 }
 
 /// A static route: traffic for `dest` goes through `via`.
@@ -205,6 +302,55 @@ mod tests {
             let error = parse_net(text).unwrap_err();
             assert!(error.contains(needle), "{text}: {error}");
             assert!(error.starts_with(&format!("--net `{text}`")), "{error}");
+        }
+    }
+
+    /// What `impairment_keys` writes, `--net` reads back as the same impairments.
+    #[test]
+    fn impairment_keys_read_back() {
+        for text in [
+            "n=198.18.0.0/29",
+            "n=198.18.0.0/29,delay=10ms,rate=5mbit",
+            "n=198.18.0.0/29,delay=50ms,jitter=5ms,delay_correlation=25%,distribution=normal,loss=1%,loss_correlation=10%,rate=1gbit,limit=30000",
+        ] {
+            let net = parse_net(text).unwrap();
+            let keys = impairment_keys(&net.impairments);
+            let again = parse_net(&format!("n=198.18.0.0/29,{keys}").trim_end_matches(','))
+                .unwrap();
+            assert_eq!(again.impairments, net.impairments, "{text} -> {keys}");
+        }
+    }
+
+    /// A sender's impairments go to its network; one on no given network, or outside its
+    /// network's subnet, is named.
+    #[test]
+    fn senders_attach_to_their_networks() {
+        let mut nets = vec![parse_net("lan=198.18.0.0/28,delay=5ms").unwrap()];
+        let peer = parse_sender("lan=198.18.0.3,delay=5ms,rate=1mbit").unwrap();
+        attach_senders(&mut nets, vec![peer]).unwrap();
+        assert_eq!(nets[0].senders.len(), 1);
+        assert_eq!(nets[0].senders[0].0, Ipv4Addr::new(198, 18, 0, 3));
+        assert_eq!(nets[0].senders[0].1.rate_bps, Some(1_000_000));
+        let elsewhere = parse_sender("wan=198.18.0.3").unwrap();
+        let error = attach_senders(&mut nets, vec![elsewhere]).unwrap_err();
+        assert_eq!(error, "--net-from `wan=198.18.0.3`: no --net `wan`");
+        let outside = parse_sender("lan=198.18.1.3").unwrap();
+        let error = attach_senders(&mut nets, vec![outside]).unwrap_err();
+        assert!(
+            error.contains("not in lan's subnet 198.18.0.0/28"),
+            "{error}"
+        );
+        for (text, needle) in [
+            ("lan", "expected NAME=ADDRESS"),
+            ("lan=198.18.0.300", "not an IPv4 address"),
+            ("lan=198.18.0.3,rate=fast", "rate"),
+        ] {
+            let error = parse_sender(text).unwrap_err();
+            assert!(error.contains(needle), "{text}: {error}");
+            assert!(
+                error.starts_with(&format!("--net-from `{text}`")),
+                "{error}"
+            );
         }
     }
 

@@ -9,6 +9,7 @@ use crate::roles::env::NodeEnv;
 use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, ServeOptions};
+use crate::roles::summary::write_atomically;
 use hyper::{Request, StatusCode};
 use serde::Serialize;
 use std::future::Future;
@@ -40,12 +41,8 @@ impl Cloud {
             elapsed_s: self.origin.elapsed().as_secs_f64(),
         };
         std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
-        let path = self.out.join("usage.json");
-        let partial = self.out.join(".usage.json.partial");
         let text = serde_json::to_string_pretty(&usage).map_err(|e| e.to_string())?;
-        std::fs::write(&partial, text)
-            .and_then(|()| std::fs::rename(&partial, &path))
-            .map_err(|e| format!("{}: {e}", path.display()))
+        write_atomically(&self.out.join("usage.json"), text.as_bytes()).map_err(|e| e.to_string())
     }
 }
 

@@ -17,6 +17,7 @@ use crate::roles::env::NodeEnv;
 use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http};
 use crate::roles::http::{spawn_http, ServeOptions};
+use crate::roles::summary::write_atomically;
 use hyper::Request;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -162,11 +163,7 @@ impl Shared {
             csv.push('\n');
         }
         let write = |name: &str, text: String| {
-            let path = self.out.join(name);
-            let partial = self.out.join(format!(".{name}.partial"));
-            std::fs::write(&partial, text)
-                .and_then(|()| std::fs::rename(&partial, &path))
-                .map_err(|e| format!("{}: {e}", path.display()))
+            write_atomically(&self.out.join(name), text.as_bytes()).map_err(|e| e.to_string())
         };
         write("dispatch.csv", csv)?;
         write("tracker.json", self.status().to_string())

@@ -13,7 +13,8 @@ use super::reader::{self, check_keys};
 use super::routes::compute_routes;
 use super::segments::{read_lans, read_links};
 use super::timeline::read_timeline;
-use super::vars::{read_vars, substitute};
+use super::vars::{program_only_vars, read_vars, substitute};
+use std::collections::BTreeSet;
 use std::path::Path;
 use toml::de::DeTable;
 
@@ -38,13 +39,42 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Topology, TopologyError> 
 
 /// Parses a topology; `source` is the file name errors show.
 pub fn parse(text: &str, source: &str, opts: &LoadOptions) -> Result<Topology, TopologyError> {
+    parse_with(text, source, opts, false).map(|(topology, _)| topology)
+}
+
+/// Parses a topology leaving the variables that only nodes' `config` and `command` use as
+/// marked references in them (`vars::DEFERRED_OPEN name DEFERRED_CLOSE`), and returns those
+/// variables' names: a compose file hands them to the environment, with the file's values as
+/// defaults. Everything else is substituted as `parse` does.
+pub fn parse_deferring_program_vars(
+    text: &str,
+    source: &str,
+    opts: &LoadOptions,
+) -> Result<(Topology, BTreeSet<String>), TopologyError> {
+    parse_with(text, source, opts, true)
+}
+
+fn parse_with(
+    text: &str,
+    source: &str,
+    opts: &LoadOptions,
+    defer_program_vars: bool,
+) -> Result<(Topology, BTreeSet<String>), TopologyError> {
     let mut root = DeTable::parse(text)
         .map_err(|error| syntax_error(text, source, &error))?
         .into_inner();
     let mut diags = Diags::new(text);
     check_keys(&root, &TOP_KEYS, "the file", &mut diags);
     let vars = read_vars(&root, opts.set, &mut diags);
-    substitute(&mut root, &vars, &mut diags);
+    let deferred = if defer_program_vars {
+        program_only_vars(&root)
+            .into_iter()
+            .filter(|name| vars.contains_key(name))
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
+    substitute(&mut root, &vars, &deferred, &mut diags);
     prune(&mut root, &mut diags);
     let name = read_lab_name(&root, opts.name, &mut diags);
     let nodes = read_nodes(&root, &mut diags);
@@ -68,13 +98,14 @@ pub fn parse(text: &str, source: &str, opts: &LoadOptions) -> Result<Topology, T
     };
     let segments = place_segments(raw_segments, &subnets, &mut nodes);
     compute_routes(&mut nodes, &segments);
-    Ok(Topology {
+    let topology = Topology {
         name,
         vars,
         nodes,
         segments,
         timeline,
-    })
+    };
+    Ok((topology, deferred))
 }
 
 fn syntax_error(text: &str, source: &str, error: &toml::de::Error) -> TopologyError {

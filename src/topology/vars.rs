@@ -4,7 +4,7 @@
 use super::error::Diags;
 use super::reader::{self, Value};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use toml::de::{DeTable, DeValue};
 
 /// Splits a `--set` argument, `NAME=VALUE`, at its first `=`.
@@ -75,40 +75,124 @@ fn known_list(vars: &BTreeMap<String, String>) -> String {
     }
 }
 
+/// What a deferred `${name}` becomes: the name between these two private-use characters, for a
+/// writer (`cdnlab compose`) to turn into its own reference to the variable.
+pub const DEFERRED_OPEN: char = '\u{E000}';
+pub const DEFERRED_CLOSE: char = '\u{E001}';
+
 /// Substitutes `${name}` in every string value of the file except `[vars]` itself (whose
-/// values are taken literally). A string that cannot be substituted is reported once, at its
-/// position, and nothing more is said about it.
-pub(crate) fn substitute(root: &mut DeTable, vars: &BTreeMap<String, String>, diags: &mut Diags) {
+/// values are taken literally); the variables in `deferred` are left as marked references
+/// (`DEFERRED_OPEN name DEFERRED_CLOSE`) instead. A string that cannot be substituted is
+/// reported once, at its position, and nothing more is said about it.
+pub(crate) fn substitute(
+    root: &mut DeTable,
+    vars: &BTreeMap<String, String>,
+    deferred: &BTreeSet<String>,
+    diags: &mut Diags,
+) {
     for (key, value) in root.iter_mut() {
         if key.get_ref() != "vars" {
-            substitute_value(value, vars, diags);
+            substitute_value(value, vars, deferred, diags);
         }
     }
 }
 
-fn substitute_value(value: &mut Value, vars: &BTreeMap<String, String>, diags: &mut Diags) {
+fn substitute_value(
+    value: &mut Value,
+    vars: &BTreeMap<String, String>,
+    deferred: &BTreeSet<String>,
+    diags: &mut Diags,
+) {
     let span = value.span();
     match value.get_mut() {
-        DeValue::String(text) if text.contains('$') => match expand(text, vars) {
+        DeValue::String(text) if text.contains('$') => match expand(text, vars, deferred) {
             Ok(expanded) => *text = Cow::Owned(expanded),
             Err(message) => diags.at_and_poison(&span, message),
         },
         DeValue::Array(items) => {
             for item in items.iter_mut() {
-                substitute_value(item, vars, diags);
+                substitute_value(item, vars, deferred, diags);
             }
         }
         DeValue::Table(table) => {
             for (_, item) in table.iter_mut() {
-                substitute_value(item, vars, diags);
+                substitute_value(item, vars, deferred, diags);
             }
         }
         _ => {}
     }
 }
 
-/// `${name}` becomes the variable's value; `$${` is a literal `${`; any other `$` stays.
-fn expand(text: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+/// The variables that only nodes' `config` tables and `command`s use: a value given to the
+/// program and nothing else, so a compose file can leave it to the environment. A variable
+/// that anything else uses (a link, `only_if`, the timeline, `ready`) shapes the topology and
+/// is substituted when the file is read.
+pub(crate) fn program_only_vars(root: &DeTable) -> BTreeSet<String> {
+    let (mut in_programs, mut elsewhere) = (BTreeSet::new(), BTreeSet::new());
+    for (key, value) in root.iter() {
+        match key.get_ref().as_ref() {
+            "vars" => {}
+            "nodes" => match value.get_ref() {
+                DeValue::Table(nodes) => {
+                    for (_, node) in nodes.iter() {
+                        let DeValue::Table(node) = node.get_ref() else {
+                            references(node, &mut elsewhere);
+                            continue;
+                        };
+                        for (field, item) in node.iter() {
+                            let program = ["config", "command"].contains(&field.get_ref().as_ref());
+                            references(
+                                item,
+                                if program {
+                                    &mut in_programs
+                                } else {
+                                    &mut elsewhere
+                                },
+                            );
+                        }
+                    }
+                }
+                _ => references(value, &mut elsewhere),
+            },
+            _ => references(value, &mut elsewhere),
+        }
+    }
+    in_programs.difference(&elsewhere).cloned().collect()
+}
+
+/// Every `${name}` in a value's strings.
+fn references(value: &Value, names: &mut BTreeSet<String>) {
+    match value.get_ref() {
+        DeValue::String(text) => {
+            let mut rest = text.as_ref();
+            while let Some(i) = rest.find('$') {
+                let from_dollar = &rest[i..];
+                if let Some(after) = from_dollar.strip_prefix("$${") {
+                    rest = after;
+                } else if let Some((name, after)) = from_dollar
+                    .strip_prefix("${")
+                    .and_then(|body| body.split_once('}'))
+                {
+                    names.insert(name.to_string());
+                    rest = after;
+                } else {
+                    rest = &from_dollar[1..];
+                }
+            }
+        }
+        DeValue::Array(items) => items.iter().for_each(|item| references(item, names)),
+        DeValue::Table(table) => table.iter().for_each(|(_, item)| references(item, names)),
+        _ => {}
+    }
+}
+
+/// `${name}` becomes the variable's value (or, if deferred, its marked reference); `$${` is a
+/// literal `${`; any other `$` stays.
+fn expand(
+    text: &str,
+    vars: &BTreeMap<String, String>,
+    deferred: &BTreeSet<String>,
+) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find('$') {
@@ -125,7 +209,13 @@ fn expand(text: &str, vars: &BTreeMap<String, String>) -> Result<String, String>
             let value = vars
                 .get(name)
                 .ok_or_else(|| format!("`${{{name}}}`: no such variable; {}", known_list(vars)))?;
-            out.push_str(value);
+            if deferred.contains(name) {
+                out.extend([DEFERRED_OPEN]);
+                out.push_str(name);
+                out.extend([DEFERRED_CLOSE]);
+            } else {
+                out.push_str(value);
+            }
             rest = &body[end + 1..];
         } else {
             out.push('$');
@@ -149,30 +239,33 @@ mod tests {
 
     #[test]
     fn expands_variables_and_keeps_other_dollars() {
-        assert_eq!(expand("${d}", &vars()).unwrap(), "50ms");
+        assert_eq!(expand("${d}", &vars(), &BTreeSet::new()).unwrap(), "50ms");
         assert_eq!(
-            expand("http://${host}:8080/${d}", &vars()).unwrap(),
+            expand("http://${host}:8080/${d}", &vars(), &BTreeSet::new()).unwrap(),
             "http://server:8080/50ms"
         );
         assert_eq!(
-            expand("echo $HOME $$ $${d}", &vars()).unwrap(),
+            expand("echo $HOME $$ $${d}", &vars(), &BTreeSet::new()).unwrap(),
             "echo $HOME $$ ${d}"
         );
-        assert_eq!(expand("cost $", &vars()).unwrap(), "cost $");
+        assert_eq!(
+            expand("cost $", &vars(), &BTreeSet::new()).unwrap(),
+            "cost $"
+        );
     }
 
     #[test]
     fn unset_and_unterminated_variables_are_errors() {
         assert_eq!(
-            expand("${nope}", &vars()).unwrap_err(),
+            expand("${nope}", &vars(), &BTreeSet::new()).unwrap_err(),
             "`${nope}`: no such variable; the file's variables are: d, host"
         );
         assert_eq!(
-            expand("x${d", &vars()).unwrap_err(),
+            expand("x${d", &vars(), &BTreeSet::new()).unwrap_err(),
             "unterminated `${` (write `$${` for a literal `${`)"
         );
         assert_eq!(
-            expand("${d}", &BTreeMap::new()).unwrap_err(),
+            expand("${d}", &BTreeMap::new(), &BTreeSet::new()).unwrap_err(),
             "`${d}`: no such variable; the file has no [vars]"
         );
     }

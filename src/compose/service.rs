@@ -1,0 +1,346 @@
+//! One topology's services, networks and volumes in a compose file.
+
+use super::plan::gateway;
+use super::yaml::{Map, Yaml};
+use super::{runs_program, EnvVars, IMAGE, RESULTS};
+use crate::container::spec::impairment_keys;
+use crate::topology::{hosts_entries, Node, Program, Ready, Topology};
+
+/// Service, network and volume names: the topology's own, after `PROFILE-` for a profile's
+/// topology, so several topologies fit in one file. Containers keep the node's name as their
+/// hostname and find each other by it (`extra_hosts`).
+pub struct Names {
+    prefix: String,
+}
+
+impl Names {
+    pub fn new(profile: Option<&str>) -> Names {
+        Names {
+            prefix: profile.map(|p| format!("{p}-")).unwrap_or_default(),
+        }
+    }
+
+    pub fn service(&self, node: &str) -> String {
+        format!("{}{node}", self.prefix)
+    }
+
+    pub fn network(&self, segment: &str) -> String {
+        format!("{}{segment}", self.prefix)
+    }
+
+    fn certs(&self) -> String {
+        format!("{}certs", self.prefix)
+    }
+
+    fn certs_volume(&self, node: &str) -> String {
+        format!("{}certs-{node}", self.prefix)
+    }
+
+    fn hosts(&self) -> String {
+        format!("{}hosts", self.prefix)
+    }
+
+    fn profile(&self) -> Option<String> {
+        self.prefix.strip_suffix('-').map(str::to_string)
+    }
+}
+
+fn s(text: impl Into<String>) -> Yaml {
+    Yaml::str(text)
+}
+
+fn pair(key: &str, value: Yaml) -> (String, Yaml) {
+    (key.to_string(), value)
+}
+
+/// The nodes that talk on the control plane: every role gets a certificate.
+fn role_nodes(topology: &Topology) -> Vec<&Node> {
+    topology
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.program, Program::Role { .. }))
+        .collect()
+}
+
+pub fn services(topology: &Topology, names: &Names, env: &EnvVars) -> Map {
+    let mut out = Map::new();
+    let roles = role_nodes(topology);
+    if !roles.is_empty() {
+        out.push((names.certs(), certs_service(topology, &roles, names)));
+    }
+    let hosts = Yaml::Alias(names.hosts());
+    for node in &topology.nodes {
+        let service = node_service(topology, node, names, env, &hosts);
+        out.push((names.service(&node.name), Yaml::Map(service)));
+    }
+    out
+}
+
+/// `x-NAME-hosts: &NAME-hosts [...]`, a top-level extension every service's `extra_hosts`
+/// refers to: each node's name with its first address, as a lab's `/etc/hosts` has them.
+pub fn hosts(topology: &Topology, names: &Names) -> (String, Yaml) {
+    let entries: Vec<Yaml> = hosts_entries(topology)
+        .into_iter()
+        .map(|(name, addr)| s(format!("{name}:{addr}")))
+        .collect();
+    (
+        format!("x-{}", names.hosts()),
+        Yaml::Anchor(names.hosts(), Box::new(Yaml::List(entries))),
+    )
+}
+
+/// The one-shot service that issues every role node's certificate into a volume of that
+/// node's own, which only it and that node mount: no container holds another node's key.
+fn certs_service(topology: &Topology, roles: &[&Node], names: &Names) -> Yaml {
+    let mut command = vec![
+        s("container"),
+        s("certs"),
+        s("--dir"),
+        s("/certs"),
+        s("--lab"),
+        s(&topology.name),
+    ];
+    command.extend(roles.iter().map(|n| s(&n.name)));
+    let mut service = vec![pair("image", s(IMAGE))];
+    if let Some(profile) = names.profile() {
+        service.push(pair("profiles", Yaml::Flow(vec![s(profile)])));
+    }
+    service.extend([
+        pair("network_mode", s("none")),
+        pair("restart", s("no")),
+        pair(
+            "volumes",
+            Yaml::List(
+                roles
+                    .iter()
+                    .map(|n| s(format!("{}:/certs/{}", names.certs_volume(&n.name), n.name)))
+                    .collect(),
+            ),
+        ),
+        pair("command", Yaml::Flow(command)),
+    ]);
+    Yaml::Map(service)
+}
+
+fn node_service(
+    topology: &Topology,
+    node: &Node,
+    names: &Names,
+    env: &EnvVars,
+    hosts: &Yaml,
+) -> Map {
+    let is_role = matches!(node.program, Program::Role { .. });
+    let mut service = vec![pair("image", s(IMAGE))];
+    if let Some(profile) = names.profile() {
+        service.push(pair("profiles", Yaml::Flow(vec![s(profile)])));
+    }
+    service.extend([
+        pair("hostname", s(&node.name)),
+        pair("init", Yaml::Plain("true".into())),
+        // Link emulation needs NET_ADMIN in the container's own namespace, nothing more.
+        pair("cap_add", Yaml::Flow(vec![s("NET_ADMIN")])),
+    ]);
+    if node.interfaces.len() > 1 {
+        service.push(pair(
+            "sysctls",
+            Yaml::Flow(vec![s("net.ipv4.ip_forward=1")]),
+        ));
+    }
+    service.push(pair("restart", s("no")));
+    let depends = depends_on(topology, node, names);
+    if !depends.is_empty() {
+        service.push(pair("depends_on", Yaml::Map(depends)));
+    }
+    if runs_program(&node.program) {
+        let mut environment = vec![
+            pair("CDNLAB_LAB", s(&topology.name)),
+            pair("CDNLAB_NODE", s(&node.name)),
+            pair("CDNLAB_OUT_DIR", s(format!("/results/{}", node.name))),
+        ];
+        if is_role {
+            environment.push(pair("CDNLAB_CERTS", s("/certs")));
+        }
+        environment.extend(node.env.iter().map(|(k, v)| pair(k, s(env.text(v)))));
+        service.push(pair("environment", Yaml::Map(environment)));
+        let mut volumes = vec![Yaml::Str(format!("{RESULTS}/{}:/results", topology.name))];
+        if is_role {
+            volumes.push(s(format!("{}:/certs:ro", names.certs_volume(&node.name))));
+        }
+        service.push(pair("volumes", Yaml::List(volumes)));
+    }
+    // Setting up links and routes takes a few seconds on a loaded machine; the program then
+    // gets its `ready_timeout`.
+    let retries = node.ready_timeout_ns.div_ceil(1_000_000_000) + 30;
+    service.push(pair(
+        "healthcheck",
+        Yaml::Map(vec![
+            pair(
+                "test",
+                Yaml::Flow(vec![s("CMD"), s("cdnlab"), s("container"), s("ready")]),
+            ),
+            pair("interval", s("1s")),
+            pair("timeout", s("2s")),
+            pair("retries", Yaml::Plain(retries.to_string())),
+        ]),
+    ));
+    service.push(pair("extra_hosts", hosts.clone()));
+    service.push(pair(
+        "networks",
+        Yaml::Map(
+            node.interfaces
+                .iter()
+                .map(|iface| {
+                    let segment = &topology.segments[iface.segment];
+                    pair(
+                        &names.network(&segment.name),
+                        Yaml::Map(vec![pair("ipv4_address", s(iface.addr.to_string()))]),
+                    )
+                })
+                .collect(),
+        ),
+    ));
+    service.push(pair(
+        "command",
+        Yaml::List(command(topology, node, names, env)),
+    ));
+    service
+}
+
+/// Roles start once the plain routers are up (their paths exist, as in a lab, where every
+/// link is up before any program starts); clients once every other node is ready.
+fn depends_on(topology: &Topology, node: &Node, names: &Names) -> Map {
+    let mut depends = Map::new();
+    let healthy = || Yaml::Map(vec![pair("condition", s("service_healthy"))]);
+    if matches!(node.program, Program::Role { .. }) {
+        depends.push((
+            names.certs(),
+            Yaml::Map(vec![pair("condition", s("service_completed_successfully"))]),
+        ));
+    }
+    if !runs_program(&node.program) {
+        return depends;
+    }
+    for other in &topology.nodes {
+        let wanted = if node.client {
+            !other.client
+        } else {
+            !runs_program(&other.program)
+        };
+        if wanted && other.name != node.name {
+            depends.push((names.service(&other.name), healthy()));
+        }
+    }
+    depends
+}
+
+/// `cdnlab container run` with the node's networks, routes and program.
+fn command(topology: &Topology, node: &Node, names: &Names, env: &EnvVars) -> Vec<Yaml> {
+    let mut argv = vec![s("container"), s("run")];
+    for iface in &node.interfaces {
+        argv.extend(net_flags(topology, iface.segment, node, names));
+    }
+    for route in &node.routes {
+        argv.push(s(format!(
+            "--route={}/{}={}",
+            route.dst, route.prefix_len, route.via
+        )));
+    }
+    if let Some(Ready::Tcp(port)) = node.ready {
+        argv.push(s(format!("--ready-tcp={port}")));
+        argv.push(s(format!(
+            "--ready-timeout={}s",
+            node.ready_timeout_ns.div_ceil(1_000_000_000)
+        )));
+    }
+    match &node.program {
+        Program::None => {}
+        Program::Role { role, config } => {
+            argv.push(s(format!("--role={role}")));
+            argv.push(s("--role-config"));
+            let text = toml::to_string(config).expect("a TOML table serializes");
+            argv.push(Yaml::text(env.text(&text)));
+        }
+        Program::Command { argv: program } => {
+            argv.push(s("--"));
+            argv.extend(program.iter().map(|a| s(env.text(a))));
+        }
+    }
+    argv
+}
+
+/// `--net` with what this member sends onto the segment, and `--net-from` for each member
+/// that sends with other impairments (the userspace backend holds arriving packets as their
+/// sender's impairments say).
+fn net_flags(topology: &Topology, index: usize, node: &Node, names: &Names) -> Vec<Yaml> {
+    let segment = &topology.segments[index];
+    let network = names.network(&segment.name);
+    let address_on = |member: usize| {
+        topology.nodes[member]
+            .interfaces
+            .iter()
+            .find(|iface| iface.segment == index)
+            .map(|iface| iface.addr)
+            .expect("a member has an address on its segment")
+    };
+    let me = segment
+        .members
+        .iter()
+        .position(|&m| topology.nodes[m].name == node.name)
+        .expect("the node is a member of its segment");
+    let keys = |i: usize| {
+        let keys = impairment_keys(&segment.egress[i]);
+        if keys.is_empty() {
+            keys
+        } else {
+            format!(",{keys}")
+        }
+    };
+    let mut flags = vec![s(format!(
+        "--net={network}={}/{}{}",
+        segment.subnet,
+        segment.prefix_len,
+        keys(me)
+    ))];
+    for (i, &member) in segment.members.iter().enumerate() {
+        if i != me && segment.egress[i] != segment.egress[me] {
+            flags.push(s(format!(
+                "--net-from={network}={}{}",
+                address_on(member),
+                keys(i)
+            )));
+        }
+    }
+    flags
+}
+
+pub fn networks(topology: &Topology, names: &Names) -> Map {
+    topology
+        .segments
+        .iter()
+        .map(|segment| {
+            let config = Yaml::Map(vec![
+                pair(
+                    "subnet",
+                    s(format!("{}/{}", segment.subnet, segment.prefix_len)),
+                ),
+                pair("gateway", s(gateway(segment.subnet).to_string())),
+            ]);
+            (
+                names.network(&segment.name),
+                // Not `internal`: Docker drops forwarded packets on an internal network whose
+                // source or destination is outside its subnet, which is every routed hop.
+                Yaml::Map(vec![pair(
+                    "ipam",
+                    Yaml::Map(vec![pair("config", Yaml::List(vec![config]))]),
+                )]),
+            )
+        })
+        .collect()
+}
+
+pub fn volumes(topology: &Topology, names: &Names) -> Map {
+    role_nodes(topology)
+        .iter()
+        .map(|n| (names.certs_volume(&n.name), Yaml::Map(Vec::new())))
+        .collect()
+}

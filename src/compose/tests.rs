@@ -1,0 +1,188 @@
+use super::*;
+use crate::topology::parse_deferring_program_vars;
+
+fn input(profile: Option<&str>, text: &str) -> Input {
+    let (topology, deferred) =
+        parse_deferring_program_vars(text, "t.toml", &LoadOptions::default()).unwrap();
+    Input {
+        profile: profile.map(str::to_string),
+        source: "t.toml".into(),
+        topology,
+        deferred,
+    }
+}
+
+const CLIENT_SERVER: &str = r#"
+name = "t"
+[vars]
+size = "1000"
+delay = "5ms"
+[nodes.client]
+client = true
+command = ["sh", "-c", "echo $HOME ${size}"]
+[nodes.server]
+role = "ucs"
+config = { videos = [{ name = "v", segments = "${size}", segment_duration = "2s", qualities = ["1mbit"] }] }
+ready = { tcp = 80 }
+[nodes.router]
+[[links]]
+endpoints = ["client", "router"]
+delay = "${delay}"
+[[links]]
+endpoints = ["router", "server"]
+rate = "10mbit"
+"#;
+
+/// The checked-in docker-compose.yml is what `cdnlab compose` writes for the shipped
+/// topologies: the topology files are its one source.
+#[test]
+fn the_checked_in_compose_file_is_generated_from_the_shipped_topologies() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let inputs: Vec<Input> = SHIPPED
+        .iter()
+        .map(|(profile, path)| {
+            let mut input = load(*profile, &root.join(path), &[]).unwrap();
+            input.source = path.to_string();
+            input
+        })
+        .collect();
+    let generated = generate(&inputs).unwrap();
+    let checked_in = std::fs::read_to_string(root.join("docker-compose.yml")).unwrap();
+    assert!(
+        generated == checked_in,
+        "docker-compose.yml differs from what `cdnlab compose` writes; regenerate it:\n  \
+         cdnlab compose {} --out docker-compose.yml",
+        SHIPPED
+            .iter()
+            .map(|(p, f)| p.map_or(f.to_string(), |p| format!("{p}={f}")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+}
+
+/// A variable only a program uses is left to the environment with the file's value as its
+/// default; one a link uses is written as its value; any other `$` is compose's literal `$$`.
+#[test]
+fn program_variables_become_environment_defaults() {
+    let text = generate(&[input(None, CLIENT_SERVER)]).unwrap();
+    assert!(text.contains("segments = \"${SIZE:-1000}\""), "{text}");
+    assert!(text.contains("\"echo $$HOME ${SIZE:-1000}\""), "{text}");
+    assert!(
+        text.contains("--net=client-router=198.18.0.0/29,delay=5ms\""),
+        "{text}"
+    );
+    assert!(!text.contains("DELAY"), "{text}");
+    assert!(
+        text.contains("# Variables (environment or .env): SIZE=1000"),
+        "{text}"
+    );
+    assert!(text.contains("changes them): delay"), "{text}");
+}
+
+/// Services, networks and routes follow the topology: the client reaches the server's link
+/// through the router, the server's readiness is its TCP port, the client waits for it.
+#[test]
+fn services_follow_the_topology() {
+    let text = generate(&[input(None, CLIENT_SERVER)]).unwrap();
+    for needle in [
+        "  client:\n",
+        "  server:\n",
+        "  router:\n",
+        "      - \"--route=198.18.0.8/29=198.18.0.3\"\n",
+        "      - \"--ready-tcp=80\"\n",
+        "      server:\n        condition: \"service_healthy\"\n",
+        "    sysctls: [\"net.ipv4.ip_forward=1\"]\n",
+        "  router-server:\n    ipam:\n      config:\n        - subnet: \"198.18.0.8/29\"\n          gateway: \"198.18.0.9\"\n",
+        "x-hosts: &hosts\n  - \"client:198.18.0.2\"\n",
+        "    extra_hosts: *hosts\n",
+        "--net=router-server=198.18.0.8/29,rate=10mbit",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in\n{text}");
+    }
+}
+
+/// A LAN whose members send at different rates: each member's container holds what arrives
+/// from a member with other impairments as that member's (`--net-from`).
+#[test]
+fn members_with_their_own_rates_are_named_to_the_others() {
+    let lan = r#"
+name = "t"
+[nodes.a]
+[nodes.b]
+[nodes.c]
+[[lans]]
+name = "lan"
+members = ["a", "b", "c"]
+delay = "2ms"
+from.b = { rate = "1mbit" }
+"#;
+    let text = generate(&[input(None, lan)]).unwrap();
+    let a = &text[text.find("  a:\n").unwrap()..text.find("  b:\n").unwrap()];
+    assert!(a.contains("\"--net=lan=198.18.0.0/29,delay=2ms\""), "{a}");
+    assert!(
+        a.contains("\"--net-from=lan=198.18.0.3,delay=2ms,rate=1mbit\""),
+        "{a}"
+    );
+    assert!(!a.contains("198.18.0.4,"), "{a}");
+    let b = &text[text.find("  b:\n").unwrap()..text.find("  c:\n").unwrap()];
+    assert!(
+        b.contains("\"--net=lan=198.18.0.0/29,delay=2ms,rate=1mbit\""),
+        "{b}"
+    );
+    assert!(b.contains("\"--net-from=lan=198.18.0.2,delay=2ms\""), "{b}");
+}
+
+/// Topologies side by side: the second's names carry its profile and its subnets follow the
+/// first's; the timeline is written as the commands that do it.
+#[test]
+fn a_profile_prefixes_its_names_and_its_timeline_is_spelled_out() {
+    let timeline = r#"
+name = "u"
+[nodes.x]
+client = true
+command = ["true"]
+[nodes.y]
+[[links]]
+endpoints = ["x", "y"]
+[[timeline]]
+at = "5s"
+link = ["x", "y"]
+delay = "80ms"
+[[timeline]]
+at = "9s"
+stop = "x"
+"#;
+    let text = generate(&[input(None, CLIENT_SERVER), input(Some("two"), timeline)]).unwrap();
+    for needle in [
+        "  two-x:\n    image: \"${CDNLAB_IMAGE:-cdnlab:latest}\"\n    profiles: [\"two\"]\n",
+        "  two-x-y:\n    ipam:\n      config:\n        - subnet: \"198.18.0.16/29\"",
+        "#   at 5s: in every container on two-x-y: cdnlab container link set two-x-y --delay 80ms\n",
+        "#   at 9s: docker compose stop two-x\n",
+        "x-two-hosts: &two-hosts\n  - \"x:198.18.0.18\"\n",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in\n{text}");
+    }
+}
+
+#[test]
+fn what_compose_cannot_hold_is_refused_by_name() {
+    let ready_command =
+        CLIENT_SERVER.replace("ready = { tcp = 80 }", "ready = { command = [\"true\"] }");
+    let error = generate(&[input(None, &ready_command)]).unwrap_err();
+    assert!(
+        error.starts_with("t.toml: node server: `ready = { command = ... }`"),
+        "{error}"
+    );
+    let error = generate(&[input(None, CLIENT_SERVER), input(None, CLIENT_SERVER)]).unwrap_err();
+    assert_eq!(error, "only one topology can be without a profile");
+    let error = generate(&[
+        input(Some("p"), CLIENT_SERVER),
+        input(Some("p"), CLIENT_SERVER),
+    ])
+    .unwrap_err();
+    assert_eq!(error, "the profile `p` is given twice");
+    assert!(check_profile("Fog")
+        .unwrap_err()
+        .contains("not a profile name"));
+    assert!(check_profile("fog-2").is_ok());
+}
