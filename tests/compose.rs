@@ -352,7 +352,14 @@ fn compose_icn_profile_maps_away_from_a_slowed_site() {
         profile: Some("icn"),
     };
     build_image(&testbed);
-    let up = testbed.run(&["up", "-d", "icn-load1", "icn-load2", "icn-load3", "icn-load4"]);
+    let up = testbed.run(&[
+        "up",
+        "-d",
+        "icn-load1",
+        "icn-load2",
+        "icn-load3",
+        "icn-load4",
+    ]);
     assert!(
         up.status.success(),
         "compose up: {}\n{}",
@@ -440,7 +447,9 @@ fn every_shipped_topology_generates_a_file_compose_accepts() {
     let mut generated: Vec<PathBuf> = files
         .iter()
         .map(|topology| {
-            let out = dir.join(topology.file_name().unwrap()).with_extension("yml");
+            let out = dir
+                .join(topology.file_name().unwrap())
+                .with_extension("yml");
             let made = Command::new(env!("CARGO_BIN_EXE_cdnlab"))
                 .arg("compose")
                 .arg(topology)
@@ -448,7 +457,12 @@ fn every_shipped_topology_generates_a_file_compose_accepts() {
                 .arg(&out)
                 .output()
                 .unwrap();
-            assert!(made.status.success(), "{}: {}", topology.display(), text(&made));
+            assert!(
+                made.status.success(),
+                "{}: {}",
+                topology.display(),
+                text(&made)
+            );
             out
         })
         .collect();
@@ -462,6 +476,11 @@ fn every_shipped_topology_generates_a_file_compose_accepts() {
             .args(["config", "-q"])
             .output()
             .unwrap();
-        assert!(config.status.success(), "{}: {}", file.display(), text(&config));
+        assert!(
+            config.status.success(),
+            "{}: {}",
+            file.display(),
+            text(&config)
+        );
     }
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use cdnlab::p2p::report::{read, RunReport};
-use common::{can_run_labs, leftovers, run, run_topology};
+use common::{can_run_labs, check_refused_sets, run_topology};
 use serde_json::Value;
 use std::path::Path;
 
@@ -185,35 +185,22 @@ fn bad_parameters_are_refused_before_anything_starts() {
     if !can_run_labs() {
         return;
     }
-    let name = "t-p2p-bad";
-    for (set, want) in [
-        (
-            "dispatch=nearest",
-            "config key `dispatch`: dispatch: unknown policy `nearest`",
-        ),
-        (
-            "cache=25",
-            "config key `cache`: B = 25 must be 1 to the number of chunks J = 24",
-        ),
-        (
-            "upload=1.5,0,0.25",
-            "config key `upload`: the upload of ISP 2 must be above 0",
-        ),
-    ] {
-        let output = run(&[
-            "run",
-            TOPOLOGY,
-            "--name",
-            name,
-            "--set",
-            set,
-            "--out",
-            "/tmp/cdnlab-test-t-p2p-bad",
-        ]);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{set} was accepted");
-        assert!(stderr.contains(want), "{set}: {stderr}");
-        assert!(stderr.contains("Nothing was created"), "{set}: {stderr}");
-        assert_eq!(leftovers(name), Vec::<String>::new());
-    }
+    check_refused_sets(
+        TOPOLOGY,
+        "t-p2p-bad",
+        &[
+            (
+                "dispatch=nearest",
+                "config key `dispatch`: dispatch: unknown policy `nearest`",
+            ),
+            (
+                "cache=25",
+                "config key `cache`: B = 25 must be 1 to the number of chunks J = 24",
+            ),
+            (
+                "upload=1.5,0,0.25",
+                "config key `upload`: the upload of ISP 2 must be above 0",
+            ),
+        ],
+    );
 }

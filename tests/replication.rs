@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{can_run_labs, leftovers, run, run_topology};
+use common::{can_run_labs, check_refused_sets, run_topology};
 use serde_json::Value;
 use std::path::Path;
 
@@ -137,34 +137,20 @@ fn impossible_farms_are_refused_before_anything_starts() {
     if !can_run_labs() {
         return;
     }
-    let name = "t-farm-bad";
-    let cases = [
-        (
-            "slots=1",
-            "config key `slots`: m·d = 32·1 = 32 is below n = 50",
-        ),
-        ("slots=51", "config key `slots`: d = 51 is above n = 50"),
-        ("rho=1.0", "config key `rho`"),
-        (
-            "scheme=lru",
-            "config key `scheme`: scheme `lru` does not exist",
-        ),
-    ];
-    for (set, want) in cases {
-        let output = run(&[
-            "run",
-            TOPOLOGY,
-            "--name",
-            name,
-            "--set",
-            set,
-            "--out",
-            "/tmp/cdnlab-test-t-farm-bad",
-        ]);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{set} was accepted");
-        assert!(stderr.contains(want), "{set}: {stderr}");
-        assert!(stderr.contains("Nothing was created"), "{set}: {stderr}");
-        assert_eq!(leftovers(name), Vec::<String>::new());
-    }
+    check_refused_sets(
+        TOPOLOGY,
+        "t-farm-bad",
+        &[
+            (
+                "slots=1",
+                "config key `slots`: m·d = 32·1 = 32 is below n = 50",
+            ),
+            ("slots=51", "config key `slots`: d = 51 is above n = 50"),
+            ("rho=1.0", "config key `rho`"),
+            (
+                "scheme=lru",
+                "config key `scheme`: scheme `lru` does not exist",
+            ),
+        ],
+    );
 }

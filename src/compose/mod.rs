@@ -16,6 +16,7 @@ use std::path::Path;
 use yaml::{Map, Yaml};
 
 /// One topology of the file.
+#[derive(Debug)]
 pub struct Input {
     /// The compose profile its services belong to; `None`: they start by default.
     pub profile: Option<String>,

@@ -295,10 +295,17 @@ fn net_flags(topology: &Topology, index: usize, node: &Node, names: &Names) -> V
             format!(",{keys}")
         }
     };
+    let peers: Vec<&str> = segment
+        .members
+        .iter()
+        .filter(|&&m| m != segment.members[me])
+        .map(|&m| topology.nodes[m].name.as_str())
+        .collect();
     let mut flags = vec![s(format!(
-        "--net={network}={}/{}{}",
+        "--net={network}={}/{},peers={}{}",
         segment.subnet,
         segment.prefix_len,
+        peers.join("+"),
         keys(me)
     ))];
     for (i, &member) in segment.members.iter().enumerate() {

@@ -68,7 +68,7 @@ fn program_variables_become_environment_defaults() {
     assert!(text.contains("segments = \"${SIZE:-1000}\""), "{text}");
     assert!(text.contains("\"echo $$HOME ${SIZE:-1000}\""), "{text}");
     assert!(
-        text.contains("--net=client-router=198.18.0.0/29,delay=5ms\""),
+        text.contains("--net=client-router=198.18.0.0/29,peers=router,delay=5ms\""),
         "{text}"
     );
     assert!(!text.contains("DELAY"), "{text}");
@@ -95,7 +95,7 @@ fn services_follow_the_topology() {
         "  router-server:\n    ipam:\n      config:\n        - subnet: \"198.18.0.8/29\"\n          gateway: \"198.18.0.9\"\n",
         "x-hosts: &hosts\n  - \"client:198.18.0.2\"\n",
         "    extra_hosts: *hosts\n",
-        "--net=router-server=198.18.0.8/29,rate=10mbit",
+        "--net=router-server=198.18.0.8/29,peers=server,rate=10mbit",
     ] {
         assert!(text.contains(needle), "no {needle:?} in\n{text}");
     }
@@ -118,7 +118,10 @@ from.b = { rate = "1mbit" }
 "#;
     let text = generate(&[input(None, lan)]).unwrap();
     let a = &text[text.find("  a:\n").unwrap()..text.find("  b:\n").unwrap()];
-    assert!(a.contains("\"--net=lan=198.18.0.0/29,delay=2ms\""), "{a}");
+    assert!(
+        a.contains("\"--net=lan=198.18.0.0/29,peers=b+c,delay=2ms\""),
+        "{a}"
+    );
     assert!(
         a.contains("\"--net-from=lan=198.18.0.3,delay=2ms,rate=1mbit\""),
         "{a}"
@@ -126,7 +129,7 @@ from.b = { rate = "1mbit" }
     assert!(!a.contains("198.18.0.4,"), "{a}");
     let b = &text[text.find("  b:\n").unwrap()..text.find("  c:\n").unwrap()];
     assert!(
-        b.contains("\"--net=lan=198.18.0.0/29,delay=2ms,rate=1mbit\""),
+        b.contains("\"--net=lan=198.18.0.0/29,peers=a+c,delay=2ms,rate=1mbit\""),
         "{b}"
     );
     assert!(b.contains("\"--net-from=lan=198.18.0.2,delay=2ms\""), "{b}");
@@ -185,4 +188,19 @@ fn what_compose_cannot_hold_is_refused_by_name() {
         .unwrap_err()
         .contains("not a profile name"));
     assert!(check_profile("fog-2").is_ok());
+}
+
+/// `--set` reaches the files that have the variable, and a variable that shapes a link is
+/// written with its new value.
+#[test]
+fn set_changes_the_files_that_have_the_variable() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let set = [("internet_delay".to_string(), "200ms".to_string())];
+    let icdn = load(None, &root.join("topologies/interconnected-cdn.toml"), &set).unwrap();
+    let chain = load(Some("chain"), &root.join("topologies/chain.toml"), &set).unwrap();
+    let text = generate(&[icdn, chain]).unwrap();
+    assert!(text.contains(",peers=uborder,delay=200ms,"), "{text}");
+    let bad = [("chunks".to_string(), "many".to_string())];
+    let error = load(None, &root.join("topologies/interconnected-cdn.toml"), &bad).unwrap_err();
+    assert!(error.contains("node urr (role urr)"), "{error}");
 }

@@ -35,6 +35,9 @@ pub struct NetState {
     /// sender's packets fall through to the network's default queue.
     #[serde(default)]
     pub senders: Vec<SenderState>,
+    /// The other members' node names.
+    #[serde(default)]
+    pub peers: Vec<String>,
 }
 
 /// One sender of `--net-from` on a network, as set up.
@@ -99,6 +102,7 @@ impl ContainerState {
                             }
                         })
                         .collect(),
+                    peers: net.peers.clone(),
                 })
                 .collect(),
         }

@@ -67,6 +67,9 @@ pub struct NetSpec {
     /// Members whose traffic onto the network is impaired differently (`--net-from`): what
     /// arrives from each is held as its sender's impairments say (userspace backend).
     pub senders: Vec<(Ipv4Addr, Impairments)>,
+    /// The other members' node names (`peers=A+B`): what a role names when it asks for its
+    /// link towards a node (`roles::links`).
+    pub peers: Vec<String>,
 }
 
 /// `--net-from NAME=ADDR[,KEY=VALUE...]`: traffic on network NAME from member ADDR.
@@ -78,7 +81,8 @@ pub struct SenderSpec {
 }
 
 /// `NAME=SUBNET[,KEY=VALUE...]`, the keys being the topology's impairment keys (delay, jitter,
-/// delay_correlation, distribution, loss, loss_correlation, rate, limit).
+/// delay_correlation, distribution, loss, loss_correlation, rate, limit) and `peers=A+B`, the
+/// other members' node names.
 pub fn parse_net(text: &str) -> Result<NetSpec, String> {
     let fail = |message: String| format!("--net `{text}`: {message}");
     let (name, rest) = text
@@ -95,11 +99,24 @@ pub fn parse_net(text: &str) -> Result<NetSpec, String> {
     }
     let mut parts = rest.split(',');
     let subnet = Subnet::parse(parts.next().unwrap_or_default()).map_err(fail)?;
+    let (peers, keys): (Vec<&str>, Vec<&str>) = parts.partition(|p| p.starts_with("peers="));
+    let peers = match peers.as_slice() {
+        [] => Vec::new(),
+        [one] => one["peers=".len()..]
+            .split('+')
+            .map(|peer| {
+                crate::topology::check_node_name(peer, "node").map_err(&fail)?;
+                Ok(peer.to_string())
+            })
+            .collect::<Result<_, String>>()?,
+        _ => return Err(fail("`peers` is given twice".into())),
+    };
     Ok(NetSpec {
         name: name.to_string(),
         subnet,
-        impairments: parse_keys(parts).map_err(fail)?,
+        impairments: parse_keys(keys.into_iter()).map_err(fail)?,
         senders: Vec::new(),
+        peers,
     })
 }
 
@@ -284,6 +301,10 @@ mod tests {
         assert_eq!(net.impairments.loss, 0.01);
         let bare = parse_net("internet=198.19.220.0/24").unwrap();
         assert!(bare.impairments.is_none());
+        assert!(bare.peers.is_empty());
+        let peers = parse_net("core-site1=198.18.0.0/29,peers=core,rate=4mbit").unwrap();
+        assert_eq!(peers.peers, ["core"]);
+        assert_eq!(peers.impairments.rate_bps, Some(4_000_000));
     }
 
     #[test]
@@ -298,6 +319,11 @@ mod tests {
             ("access=198.19.211.0/24,speed=5mbit", "unknown key `speed`"),
             ("access=198.19.211.0/24,delay=1ms,delay=2ms", "given twice"),
             ("a b=198.19.211.0/24", "not a network name"),
+            ("lan=198.19.211.0/24,peers=a+B", "bad node name `B`"),
+            (
+                "lan=198.19.211.0/24,peers=a,peers=b",
+                "`peers` is given twice",
+            ),
         ] {
             let error = parse_net(text).unwrap_err();
             assert!(error.contains(needle), "{text}: {error}");

@@ -92,12 +92,9 @@ fn service_and_size(keys: &Keys) -> Result<(Duration, u64), String> {
     Ok((service, object_size))
 }
 
+/// The node named at `key`, `default` if the key is absent.
 fn name(keys: &Keys, key: &str, default: &str) -> Result<String, String> {
-    let value = keys.string(key)?.unwrap_or(default);
-    if value.is_empty() || value.contains(['/', ':', ' ']) {
-        return keys.fail(key, "must be a node name");
-    }
-    Ok(value.to_string())
+    keys.node_name(key, keys.string(key)?.unwrap_or(default))
 }
 
 #[derive(Debug, Clone)]

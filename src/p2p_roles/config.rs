@@ -59,13 +59,6 @@ fn chunks_and_size(keys: &Keys) -> Result<(usize, u64), String> {
     Ok((chunks, chunk_size))
 }
 
-fn node_name(keys: &Keys, key: &str, value: &str) -> Result<String, String> {
-    if value.is_empty() || value.len() > 64 || value.contains(['/', ':', ' ']) {
-        return keys.fail(key, format!("`{value}` is not a node name"));
-    }
-    Ok(value.to_string())
-}
-
 fn policy(keys: &Keys) -> Result<Policy, String> {
     match keys.string("dispatch")? {
         None => Ok(Policy::Optimal),
@@ -106,7 +99,7 @@ pub fn tracker(table: &Table) -> Result<TrackerConfig, String> {
     keys.only(&known, "role p2p-tracker")?;
     let catalogue = Catalogue::read(&keys)?;
     let peers = (keys.items("peers")?.iter())
-        .map(|p| node_name(&keys, "peers", p))
+        .map(|p| keys.node_name("peers", p))
         .collect::<Result<Vec<_>, _>>()?;
     if peers.len() > 4096 {
         return keys.fail("peers", "at most 4096 peers");
@@ -137,7 +130,7 @@ pub fn tracker(table: &Table) -> Result<TrackerConfig, String> {
     let gateways = match keys.value("gateways") {
         None => Vec::new(),
         Some(_) => (keys.items("gateways")?.iter())
-            .map(|g| node_name(&keys, "gateways", g))
+            .map(|g| keys.node_name("gateways", g))
             .collect::<Result<Vec<_>, _>>()?,
     };
     if !gateways.is_empty() && gateways.len() != isps {
@@ -241,8 +234,8 @@ pub fn peer(table: &Table) -> Result<PeerConfig, String> {
     let tracker = keys.string("tracker")?.unwrap_or("tracker");
     let cloud = keys.string("cloud")?.unwrap_or("cloud");
     Ok(PeerConfig {
-        tracker: node_name(&keys, "tracker", tracker)?,
-        cloud: node_name(&keys, "cloud", cloud)?,
+        tracker: keys.node_name("tracker", tracker)?,
+        cloud: keys.node_name("cloud", cloud)?,
         catalogue,
         idle,
         zipf,

@@ -67,6 +67,12 @@ impl<'a> Keys<'a> {
         }
     }
 
+    /// `value`, given at `key`, as a node's name: a topology's rule for node names.
+    pub fn node_name(&self, key: &str, value: &str) -> Result<String, String> {
+        crate::topology::check_node_name(value, "node").or_else(|e| self.fail(key, e))?;
+        Ok(value.to_string())
+    }
+
     pub fn string(&self, key: &str) -> Result<Option<&'a str>, String> {
         match self.table.get(key) {
             None => Ok(None),

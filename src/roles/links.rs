@@ -9,9 +9,9 @@
 
 use super::env::NodeEnv;
 
-/// The rate (bit/s) at which node `env.node` sends towards `peer`: in a lab, `peer` is a node
-/// on a link or LAN with this one; in a container, a network it is attached to. `None` when
-/// the link is unlimited or unknown, or the node runs outside both.
+/// The rate (bit/s) at which node `env.node` sends towards `peer`: a node on a link or LAN with
+/// this one (in a container also the network's name). `None` when the link is unlimited or
+/// unknown, or the node runs outside both.
 pub fn egress_rate_bps(env: &NodeEnv, peer: &str) -> Option<u64> {
     in_lab(env, peer).or_else(|| in_container(peer))
 }
@@ -21,12 +21,12 @@ fn in_lab(env: &NodeEnv, peer: &str) -> Option<u64> {
     state.egress_rate_bps(env.node.as_deref()?, peer).flatten()
 }
 
-fn in_container(net: &str) -> Option<u64> {
+fn in_container(peer: &str) -> Option<u64> {
     let state = crate::container::links::ContainerState::load().ok()?;
     state
         .nets
         .iter()
-        .find(|n| n.name == net)?
+        .find(|n| n.name == peer || n.peers.iter().any(|p| p == peer))?
         .impairments
         .rate_bps
 }

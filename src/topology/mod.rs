@@ -31,6 +31,7 @@ pub use flags::ChangeFlags;
 pub use impairments::{change_from_flags, parse_change, ImpairmentFields, IMPAIRMENT_KEYS};
 pub use model::*;
 pub use names::check_lab_name;
+pub(crate) use names::check_node_name;
 pub use parse::{load, parse, parse_deferring_program_vars, LoadOptions};
 pub use vars::parse_set;
 pub use vars::{DEFERRED_CLOSE, DEFERRED_OPEN};

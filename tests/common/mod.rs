@@ -194,3 +194,27 @@ pub fn run_topology(name: &str, topology: &str, args: &[&str]) -> (serde_json::V
     assert_eq!(leftovers(name), Vec::<String>::new());
     (summary, out)
 }
+
+/// `cdnlab run TOPOLOGY --set SET` for each `(SET, WANT)`: each must fail before anything is
+/// made, with an error containing WANT, and leave nothing of lab `name` behind.
+#[allow(dead_code)] // Not every test binary that includes this module refuses parameters.
+pub fn check_refused_sets(topology: &str, name: &str, cases: &[(&str, &str)]) {
+    let out = std::env::temp_dir().join(format!("cdnlab-test-{name}"));
+    for (set, want) in cases {
+        let output = run(&[
+            "run",
+            topology,
+            "--name",
+            name,
+            "--set",
+            set,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{set} was accepted");
+        assert!(stderr.contains(want), "{set}: {stderr}");
+        assert!(stderr.contains("Nothing was created"), "{set}: {stderr}");
+        assert_eq!(leftovers(name), Vec::<String>::new());
+    }
+}
