@@ -341,7 +341,7 @@ mod tests {
         ] {
             let net = parse_net(text).unwrap();
             let keys = impairment_keys(&net.impairments);
-            let again = parse_net(&format!("n=198.18.0.0/29,{keys}").trim_end_matches(','))
+            let again = parse_net(format!("n=198.18.0.0/29,{keys}").trim_end_matches(','))
                 .unwrap();
             assert_eq!(again.impairments, net.impairments, "{text} -> {keys}");
         }
