@@ -16,7 +16,7 @@ through, e.g. `-- --from NODE_A --limit 200`.
 With --compose, changes network NETWORK of the docker-compose testbed (docker-compose.yml) in
 every running container on it. Set COMPOSE_PROJECT_NAME when several compose projects are up.
 
-  scripts/set-bandwidth.sh --compose access-direct-rr 1mbit
+  scripts/set-bandwidth.sh --compose c-direct-rr-acc 1mbit   # one client's access link
 
 CDNLAB names the cdnlab binary (default: cdnlab on PATH, else target/release or target/debug).
 TXT

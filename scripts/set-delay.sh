@@ -17,7 +17,7 @@ With --compose, changes network NETWORK of the docker-compose testbed (docker-co
 every running container on it, so a packet crossing it gets the new delay once. Set
 COMPOSE_PROJECT_NAME when several compose projects are up.
 
-  scripts/set-delay.sh --compose internet 200ms
+  scripts/set-delay.sh --compose dborder-uborder 200ms   # the Internet link between the CDNs
 
 CDNLAB names the cdnlab binary (default: cdnlab on PATH, else target/release or target/debug).
 TXT

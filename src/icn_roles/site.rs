@@ -39,8 +39,8 @@ pub struct SiteConfig {
     pub control_port: u16,
     /// C_m when it cannot be read from the lab, bits per second.
     pub capacity_bps: u64,
-    /// The node at the other end of the site's link (in a lab) or the compose network of its
-    /// link (in a container): C_m is that link's current rate.
+    /// The node at the other end of the site's link (in a container also the name of the
+    /// link's network): C_m is that link's current rate.
     pub capacity_link: Option<String>,
     pub apps: Vec<String>,
     pub object_size: u64,
