@@ -4,6 +4,7 @@
 use super::{usage_error, Failure};
 use crate::compose;
 use crate::topology;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -18,6 +19,10 @@ pub struct ComposeArgs {
     /// Write the compose file here (default: standard output).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Also write a script that runs the topologies' timelines (`SCRIPT LAB`, right after
+    /// `up -d`), which compose cannot.
+    #[arg(long, value_name = "FILE")]
+    timeline_script: Option<PathBuf>,
 }
 
 pub fn run(args: ComposeArgs) -> Result<(), Failure> {
@@ -36,11 +41,25 @@ pub fn run(args: ComposeArgs) -> Result<(), Failure> {
             )));
         }
     }
-    let text = compose::generate(&inputs).map_err(usage_error)?;
+    let generated = compose::generate(&inputs).map_err(usage_error)?;
+    if let Some(path) = &args.timeline_script {
+        let Some(script) = &generated.timeline_script else {
+            return Err(usage_error(
+                "--timeline-script: none of the topologies has a timeline",
+            ));
+        };
+        write(path, script)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| usage_error(format!("{}: {e}", path.display())))?;
+    }
     match &args.out {
-        Some(path) => crate::roles::summary::write_atomically(path, text.as_bytes())
-            .map_err(|e| usage_error(format!("{}: {e}", path.display())))?,
-        None => print!("{text}"),
+        Some(path) => write(path, &generated.compose)?,
+        None => print!("{}", generated.compose),
     }
     Ok(())
+}
+
+fn write(path: &std::path::Path, text: &str) -> Result<(), Failure> {
+    crate::roles::summary::write_atomically(path, text.as_bytes())
+        .map_err(|e| usage_error(e.to_string()))
 }

@@ -94,9 +94,17 @@ const IMAGE: &str = "${CDNLAB_IMAGE:-cdnlab:latest}";
 /// Where results go on the host.
 const RESULTS: &str = "${CDNLAB_RESULTS:-./results/compose}";
 
-/// The compose file for `inputs`, in order. Errors name the topology file and what in it has
-/// no compose form.
-pub fn generate(inputs: &[Input]) -> Result<String, String> {
+/// What `cdnlab compose` writes.
+#[derive(Debug)]
+pub struct Generated {
+    pub compose: String,
+    /// The script that runs the topologies' timelines (`None`: none has one).
+    pub timeline_script: Option<String>,
+}
+
+/// The compose file for `inputs`, in order, and the script of their timelines. Errors name the
+/// topology file and what in it has no compose form.
+pub fn generate(inputs: &[Input]) -> Result<Generated, String> {
     let mut profiles = BTreeSet::new();
     for input in inputs {
         if let Some(profile) = &input.profile {
@@ -113,6 +121,7 @@ pub fn generate(inputs: &[Input]) -> Result<String, String> {
     let mut doc: Map = vec![(header(inputs), Yaml::Plain(String::new()))];
     let (mut services, mut networks, mut volumes) = (Map::new(), Map::new(), Map::new());
     let mut extensions = Map::new();
+    let (mut arms, mut timed_labs) = (Vec::new(), Vec::new());
     for input in inputs {
         let fail = |e: String| format!("{}: {e}", input.source);
         check(&input.topology).map_err(fail)?;
@@ -123,6 +132,10 @@ pub fn generate(inputs: &[Input]) -> Result<String, String> {
             deferred: &input.deferred,
         };
         extensions.push(service::hosts(&topology, &names));
+        if let Some(arm) = timeline::script_arm(&topology, &names) {
+            arms.push(arm);
+            timed_labs.push(topology.name.clone());
+        }
         services.push((
             section(input, &topology, &names),
             Yaml::Plain(String::new()),
@@ -135,7 +148,11 @@ pub fn generate(inputs: &[Input]) -> Result<String, String> {
     doc.push(("services".into(), Yaml::Map(services)));
     doc.push(("networks".into(), Yaml::Map(networks)));
     doc.push(("volumes".into(), Yaml::Map(volumes)));
-    Ok(yaml::write(&doc))
+    let header = header(inputs);
+    Ok(Generated {
+        timeline_script: timeline::script(&header, &arms, &timed_labs),
+        compose: yaml::write(&doc),
+    })
 }
 
 /// What has no compose form.

@@ -48,10 +48,13 @@ fn the_checked_in_compose_file_is_generated_from_the_shipped_topologies() {
         .collect();
     let generated = generate(&inputs).unwrap();
     let checked_in = std::fs::read_to_string(root.join("docker-compose.yml")).unwrap();
+    let script = std::fs::read_to_string(root.join("scripts/compose-timeline.sh")).unwrap();
     assert!(
-        generated == checked_in,
-        "docker-compose.yml differs from what `cdnlab compose` writes; regenerate it:\n  \
-         cdnlab compose {} --out docker-compose.yml",
+        generated.compose == checked_in
+            && generated.timeline_script.as_deref() == Some(script.as_str()),
+        "docker-compose.yml or scripts/compose-timeline.sh differ from what `cdnlab compose` \
+         writes; regenerate them:\n  cdnlab compose {} --out docker-compose.yml \
+         --timeline-script scripts/compose-timeline.sh",
         SHIPPED
             .iter()
             .map(|(p, f)| p.map_or(f.to_string(), |p| format!("{p}={f}")))
@@ -64,7 +67,7 @@ fn the_checked_in_compose_file_is_generated_from_the_shipped_topologies() {
 /// default; one a link uses is written as its value; any other `$` is compose's literal `$$`.
 #[test]
 fn program_variables_become_environment_defaults() {
-    let text = generate(&[input(None, CLIENT_SERVER)]).unwrap();
+    let text = generate(&[input(None, CLIENT_SERVER)]).unwrap().compose;
     assert!(text.contains("segments = \"${SIZE:-1000}\""), "{text}");
     assert!(text.contains("\"echo $$HOME ${SIZE:-1000}\""), "{text}");
     assert!(
@@ -83,7 +86,7 @@ fn program_variables_become_environment_defaults() {
 /// through the router, the server's readiness is its TCP port, the client waits for it.
 #[test]
 fn services_follow_the_topology() {
-    let text = generate(&[input(None, CLIENT_SERVER)]).unwrap();
+    let text = generate(&[input(None, CLIENT_SERVER)]).unwrap().compose;
     for needle in [
         "  client:\n",
         "  server:\n",
@@ -116,7 +119,7 @@ members = ["a", "b", "c"]
 delay = "2ms"
 from.b = { rate = "1mbit" }
 "#;
-    let text = generate(&[input(None, lan)]).unwrap();
+    let text = generate(&[input(None, lan)]).unwrap().compose;
     let a = &text[text.find("  a:\n").unwrap()..text.find("  b:\n").unwrap()];
     assert!(
         a.contains("\"--net=lan=198.18.0.0/29,peers=b+c,delay=2ms\""),
@@ -155,7 +158,17 @@ delay = "80ms"
 at = "9s"
 stop = "x"
 "#;
-    let text = generate(&[input(None, CLIENT_SERVER), input(Some("two"), timeline)]).unwrap();
+    let generated = generate(&[input(None, CLIENT_SERVER), input(Some("two"), timeline)]).unwrap();
+    let script = generated.timeline_script.expect("a timeline script");
+    assert!(
+        script.contains(
+            "  u)\n    at 5000000000 5s; link_set two-x-y --delay 80ms\n    \
+             at 9000000000 9s; docker stop $(service two-x)\n    ;;\n"
+        ),
+        "{script}"
+    );
+    assert!(script.contains("usage: $0 LAB (one of: u)"), "{script}");
+    let text = generated.compose;
     for needle in [
         "  two-x:\n    image: \"${CDNLAB_IMAGE:-cdnlab:latest}\"\n    profiles: [\"two\"]\n",
         "  two-x-y:\n    ipam:\n      config:\n        - subnet: \"198.18.0.16/29\"",
@@ -198,9 +211,29 @@ fn set_changes_the_files_that_have_the_variable() {
     let set = [("internet_delay".to_string(), "200ms".to_string())];
     let icdn = load(None, &root.join("topologies/interconnected-cdn.toml"), &set).unwrap();
     let chain = load(Some("chain"), &root.join("topologies/chain.toml"), &set).unwrap();
-    let text = generate(&[icdn, chain]).unwrap();
+    let text = generate(&[icdn, chain]).unwrap().compose;
     assert!(text.contains(",peers=uborder,delay=200ms,"), "{text}");
     let bad = [("chunks".to_string(), "many".to_string())];
     let error = load(None, &root.join("topologies/interconnected-cdn.toml"), &bad).unwrap_err();
     assert!(error.contains("node urr (role urr)"), "{error}");
+}
+
+/// The timeline script is valid bash (`bash -n` parses it without running it).
+#[test]
+fn the_timeline_script_parses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let check = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(root.join("scripts/compose-timeline.sh"))
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(generate(&[input(None, CLIENT_SERVER)])
+        .unwrap()
+        .timeline_script
+        .is_none());
 }
