@@ -3,8 +3,8 @@
 //! and `cdnlab compose --timeline-script FILE` writes a script that runs them at their times.
 
 use super::service::Names;
-use crate::topology::{TimelineAction, Topology};
-use netem::units::{format_duration_ns, format_percent, format_rate_bps};
+use crate::topology::{change_entries, TimelineAction, Topology};
+use netem::units::format_duration_ns;
 use netem::ImpairmentsChange;
 
 /// One timeline event as containers take it.
@@ -153,34 +153,11 @@ esac
     ))
 }
 
-/// The `cdnlab link set` flags of a change.
+/// The `cdnlab link set` flags of a change (`--delay 80ms --rate 1mbit`).
 fn change_flags(change: &ImpairmentsChange) -> String {
-    let mut flags = Vec::new();
-    if let Some(delay) = change.delay_ns {
-        flags.push(format!("--delay {}", format_duration_ns(delay)));
-    }
-    if let Some(jitter) = change.jitter_ns {
-        flags.push(format!("--jitter {}", format_duration_ns(jitter)));
-    }
-    if let Some(c) = change.delay_correlation {
-        flags.push(format!("--delay-correlation {}", format_percent(c)));
-    }
-    if let Some(d) = change.distribution {
-        flags.push(format!("--distribution {}", d.name()));
-    }
-    if let Some(loss) = change.loss {
-        flags.push(format!("--loss {}", format_percent(loss)));
-    }
-    if let Some(c) = change.loss_correlation {
-        flags.push(format!("--loss-correlation {}", format_percent(c)));
-    }
-    match change.rate_bps {
-        Some(Some(rate)) => flags.push(format!("--rate {}", format_rate_bps(rate))),
-        Some(None) => flags.push("--rate unlimited".into()),
-        None => {}
-    }
-    if let Some(limit) = change.limit {
-        flags.push(format!("--limit {limit}"));
-    }
+    let flags: Vec<String> = change_entries(change)
+        .into_iter()
+        .map(|(key, text)| format!("--{} {text}", key.replace('_', "-")))
+        .collect();
     flags.join(" ")
 }

@@ -2,8 +2,8 @@
 //! impairments (`--net access=198.19.211.0/24,delay=10ms,rate=5mbit`) and its static routes
 //! (`--route 198.19.0.0/16=198.19.211.2`). Parsing only; errors name the flag and the part.
 
-use crate::topology::{change_from_flags, ImpairmentFields};
-use netem::Impairments;
+use crate::topology::{change_entries, change_from_flags, ImpairmentFields};
+use netem::{Impairments, ImpairmentsChange};
 use std::net::Ipv4Addr;
 
 /// An IPv4 prefix, `198.19.211.0/24`.
@@ -196,39 +196,21 @@ fn parse_keys<'a>(parts: impl Iterator<Item = &'a str>) -> Result<Impairments, S
 /// The `KEY=VALUE` parts that `parse_keys` reads back as `impairments` (`delay=10ms,rate=5mbit`;
 /// empty for none): what `cdnlab compose` writes after a network's name and subnet.
 pub fn impairment_keys(impairments: &Impairments) -> String {
-    use netem::units::{format_duration_ns, format_percent, format_rate_bps};
     let i = impairments;
-    let mut parts = Vec::new();
-    if i.delay_ns > 0 {
-        parts.push(format!("delay={}", format_duration_ns(i.delay_ns)));
-    }
-    if i.jitter_ns > 0 {
-        parts.push(format!("jitter={}", format_duration_ns(i.jitter_ns)));
-    }
-    if i.delay_correlation > 0.0 {
-        parts.push(format!(
-            "delay_correlation={}",
-            format_percent(i.delay_correlation)
-        ));
-    }
-    if let Some(distribution) = i.distribution {
-        parts.push(format!("distribution={}", distribution.name()));
-    }
-    if i.loss > 0.0 {
-        parts.push(format!("loss={}", format_percent(i.loss)));
-    }
-    if i.loss_correlation > 0.0 {
-        parts.push(format!(
-            "loss_correlation={}",
-            format_percent(i.loss_correlation)
-        ));
-    }
-    if let Some(rate) = i.rate_bps {
-        parts.push(format!("rate={}", format_rate_bps(rate)));
-    }
-    if i.limit != netem::DEFAULT_LIMIT {
-        parts.push(format!("limit={}", i.limit));
-    }
+    let differs = ImpairmentsChange {
+        delay_ns: (i.delay_ns > 0).then_some(i.delay_ns),
+        jitter_ns: (i.jitter_ns > 0).then_some(i.jitter_ns),
+        delay_correlation: (i.delay_correlation > 0.0).then_some(i.delay_correlation),
+        distribution: i.distribution,
+        loss: (i.loss > 0.0).then_some(i.loss),
+        loss_correlation: (i.loss_correlation > 0.0).then_some(i.loss_correlation),
+        rate_bps: i.rate_bps.map(Some),
+        limit: (i.limit != netem::DEFAULT_LIMIT).then_some(i.limit),
+    };
+    let parts: Vec<String> = change_entries(&differs)
+        .into_iter()
+        .map(|(key, text)| format!("{key}={text}"))
+        .collect();
     parts.join(",")
 }
 

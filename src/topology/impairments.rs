@@ -5,7 +5,10 @@
 
 use super::error::{Diags, Span};
 use super::reader::a_type;
-use netem::units::{parse_duration_ns, parse_limit, parse_percent, parse_rate_bps};
+use netem::units::{
+    format_duration_ns, format_percent, format_rate_bps, parse_duration_ns, parse_limit,
+    parse_percent, parse_rate_bps,
+};
 use netem::{Distribution, ImpairmentsChange};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
@@ -153,6 +156,32 @@ pub fn parse_change(fields: &ImpairmentFields) -> Result<ImpairmentsChange, Vec<
             .map(|(key, value, message)| (value.span(), format!("{key}: {message}")))
             .collect()
     })
+}
+
+/// What a change sets, as the shared keys and their texts, in `IMPAIRMENT_KEYS` order: the
+/// inverse of the conversion above, for writers of keys (`--net delay=10ms`) or flags
+/// (`--delay 10ms`). A removed rate is `rate = unlimited`.
+pub fn change_entries(change: &ImpairmentsChange) -> Vec<(&'static str, String)> {
+    let c = change;
+    let mut entries = Vec::new();
+    let mut add = |key: &'static str, text: Option<String>| {
+        if let Some(text) = text {
+            entries.push((key, text));
+        }
+    };
+    add("delay", c.delay_ns.map(format_duration_ns));
+    add("jitter", c.jitter_ns.map(format_duration_ns));
+    add("delay_correlation", c.delay_correlation.map(format_percent));
+    add("distribution", c.distribution.map(|d| d.name().to_string()));
+    add("loss", c.loss.map(format_percent));
+    add("loss_correlation", c.loss_correlation.map(format_percent));
+    add(
+        "rate",
+        c.rate_bps
+            .map(|rate| rate.map_or("unlimited".to_string(), format_rate_bps)),
+    );
+    add("limit", c.limit.map(|limit| limit.to_string()));
+    entries
 }
 
 /// The change command-line flags describe (`cdnlab link set --delay 80ms`); errors name the

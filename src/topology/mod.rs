@@ -28,7 +28,9 @@ mod tests;
 pub use addressing::hosts_entries;
 pub use error::{Problem, Span, TopologyError};
 pub use flags::ChangeFlags;
-pub use impairments::{change_from_flags, parse_change, ImpairmentFields, IMPAIRMENT_KEYS};
+pub use impairments::{
+    change_entries, change_from_flags, parse_change, ImpairmentFields, IMPAIRMENT_KEYS,
+};
 pub use model::*;
 pub use names::check_lab_name;
 pub(crate) use names::check_node_name;
