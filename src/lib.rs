@@ -47,3 +47,4 @@ pub mod table;
 #[cfg(test)]
 mod testing;
 pub mod topology;
+pub mod wall_clock;

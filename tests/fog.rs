@@ -2,7 +2,8 @@
 //! use its cache, its neighbours' caches, on-demand processing and the cloud, misses no more
 //! deadlines than Central Cloud and CDN on the same traces; and a killed FDN is marked down by
 //! the cloud's fog monitor within its heartbeat window, its segments leave the metadata, and
-//! the viewers finish (misses recorded, nothing hangs).
+//! the viewers finish (misses recorded, nothing hangs). In every run the FDN decides each
+//! segment against the deadline the viewers score.
 
 mod common;
 
@@ -30,6 +31,15 @@ fn run_ffdn(name: &str, sets: &[&str]) -> (Value, PathBuf) {
     let viewers = summary["clients"][0].clone();
     assert_eq!(viewers["failed"], false, "{viewers}");
     assert_eq!(viewers["failed_requests"], 0, "{viewers}");
+    // The FDN decided every segment it delivered against the deadline the viewers scored it
+    // by, to the millisecond (the stream's arrival travels with its request).
+    let gap = viewers["fdn_deadline_gap_max_s"].as_f64();
+    assert!(gap.is_some_and(|g| g <= 0.001), "{viewers}");
+    let delivered = viewers["segments"].as_u64().unwrap()
+        - viewers["segments_by_source"]["failed"]["segments"]
+            .as_u64()
+            .unwrap_or(0);
+    assert_eq!(viewers["fdn_deadlines_reported"], delivered, "{viewers}");
     (viewers, out)
 }
 

@@ -200,10 +200,7 @@ async fn monitor_fdn(cloud: Arc<Cloud>, config: CloudConfig, identity: Arc<Ident
         } else {
             monitor.missed(i)
         };
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
+        let at = crate::wall_clock::unix_now_s();
         match change {
             Change::WentDown => tracing::warn!(
                 "cloud: fog monitor: {name} is down ({} heartbeats missed; time_unix_s {at:.3}); its segments leave the metadata",

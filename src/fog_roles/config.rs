@@ -96,8 +96,11 @@ pub struct FdnConfig {
     pub index: usize,
     pub cloud: String,
     pub method: Method,
-    /// Share of every video's segments held pre-processed (0–1).
+    /// Share of all the catalog's segments held pre-processed (0–1): hot videos first, then
+    /// beginnings.
     pub caching: f64,
+    /// Share of the videos hot in this FDN's region, held first (`fog::catalog::Holdings`).
+    pub hot_share: f64,
     /// Share of videos a CDN site holds whole (the CDN method).
     pub cdn_share: f64,
     pub workers: usize,
@@ -107,8 +110,6 @@ pub struct FdnConfig {
     /// Transfers from the cloud and each neighbour measured at start, to seed the path models.
     pub probes: usize,
     pub metadata_interval: Duration,
-    /// Presentation time of the first segment after a request arrives.
-    pub startup: Duration,
     pub fetch_timeout: Duration,
     /// Sessions open at once; `/open` past it is 503.
     pub max_sessions: usize,
@@ -203,13 +204,13 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
             "cloud",
             "method",
             "caching",
+            "hot_share",
             "cdn_share",
             "workers",
             "port",
             "control_port",
             "probes",
             "metadata_interval",
-            "startup",
             "fetch_timeout",
             "max_sessions",
             "session_idle_timeout",
@@ -229,6 +230,7 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
         cloud: keys.string("cloud")?.unwrap_or("cloud").to_string(),
         method,
         caching: share(&keys, "caching", 0.3)?,
+        hot_share: share(&keys, "hot_share", 0.05)?,
         cdn_share: share(&keys, "cdn_share", 0.75)?,
         workers: keys.count("workers")?.unwrap_or(3).max(1),
         seed,
@@ -238,7 +240,6 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
         metadata_interval: keys
             .duration("metadata_interval")?
             .unwrap_or(Duration::from_millis(500)),
-        startup: keys.duration("startup")?.unwrap_or(Duration::from_secs(1)),
         fetch_timeout: keys
             .duration("fetch_timeout")?
             .unwrap_or(Duration::from_secs(10)),

@@ -28,9 +28,9 @@ use super::config::FdnConfig;
 use super::messages::{CloudRequest, CloudResponse, FdnRequest, FdnResponse, Metadata};
 use super::segment_payload;
 use crate::control::{self, Callers, Client, Identity};
-use crate::fog::catalog::{cdn_caches_video, fdn_caches, Catalog};
+use crate::fog::catalog::{cdn_caches_video, Catalog, Holdings};
 use crate::fog::estimator::{decide, Backlog, Method, SegmentOptions, Source};
-use crate::fog::inputs::{cloud_transfer, deadline_s, neighbor_transfers, Neighbor};
+use crate::fog::inputs::{cloud_transfer, neighbor_transfers, time_to_deadline_s, Neighbor};
 use crate::fog::normal::Normal;
 use crate::fog::sessions::{Full, Sessions};
 use crate::fog::stats::{PathModel, RunningStats};
@@ -38,6 +38,7 @@ use crate::roles::control::connect;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Running};
 use crate::roles::http::{Body, ServeOptions};
+use crate::wall_clock::unix_now_s;
 use hyper::{Request, Response, StatusCode};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -61,6 +62,8 @@ enum Slot {
 struct Segment {
     source: Mutex<String>,
     state: watch::Sender<Slot>,
+    /// The deadline the estimator decided against, seconds since the Unix epoch.
+    deadline_unix_s: f64,
 }
 
 struct Session {
@@ -111,6 +114,8 @@ struct State {
 struct Fdn {
     config: FdnConfig,
     catalog: Catalog,
+    /// What the FDN and F-CDN methods hold pre-processed.
+    holdings: Holdings,
     http: reqwest::Client,
     state: Mutex<State>,
     sessions: Mutex<Sessions<Arc<Session>>>,
@@ -149,13 +154,7 @@ impl Fdn {
                     video,
                 ) && index < self.catalog.videos[video].segments.len()
             }
-            _ => fdn_caches(
-                &self.catalog,
-                self.config.index,
-                self.config.caching,
-                video,
-                index,
-            ),
+            _ => self.holdings.contains(video, index),
         }
     }
 
@@ -176,11 +175,13 @@ impl Fdn {
     }
 
     /// The request processor and segment cost estimator: decides every segment of the video
+    /// against its deadline (the stream's arrival and start-up delay, as the viewer sent them)
     /// and starts getting each. Refused: no such video (404), or `max_sessions` open (503).
     fn open(
         self: &Arc<Self>,
         video: usize,
         viewer: PathModel,
+        stream: StreamTimes,
     ) -> Result<(u64, usize), (StatusCode, String)> {
         let n = self
             .catalog
@@ -189,12 +190,24 @@ impl Fdn {
             .ok_or_else(|| (StatusCode::NOT_FOUND, format!("no video {video}")))?
             .segments
             .len();
+        let duration_s = self.catalog.spec.segment_duration_s;
+        let now_unix_s = unix_now_s();
+        let left = |index| {
+            time_to_deadline_s(
+                stream.arrival_unix_s,
+                now_unix_s,
+                stream.startup_s,
+                index,
+                duration_s,
+            )
+        };
         let session = Arc::new(Session {
             video,
             segments: (0..n)
-                .map(|_| Segment {
+                .map(|index| Segment {
                     source: Mutex::new(String::new()),
                     state: watch::channel(Slot::Pending).0,
+                    deadline_unix_s: now_unix_s + left(index),
                 })
                 .collect(),
             fetches: Mutex::new(Vec::new()),
@@ -212,7 +225,6 @@ impl Fdn {
             )
         })?;
         let mut state = lock(&self.state);
-        let spec = &self.catalog.spec;
         for index in 0..n {
             let segment = self.catalog.videos[video].segments[index];
             let time = Normal::new(segment.processing_mean_s, segment.processing_sd_s);
@@ -231,11 +243,7 @@ impl Fdn {
                 cloud: cloud_transfer(state.paths.get("cloud"), segment.bytes),
                 processing: state.backlog.processing(time, self.now_s()),
                 viewer: viewer.transfer(segment.bytes),
-                deadline_s: deadline_s(
-                    self.config.startup.as_secs_f64(),
-                    index,
-                    spec.segment_duration_s,
-                ),
+                deadline_s: left(index),
             };
             let decision = decide(self.config.method, &options);
             session.set_source(index, &source_name(decision.source, &state.metadata));
@@ -342,11 +350,12 @@ impl Fdn {
                         "expected /open/VIDEO",
                     )));
                 };
-                let viewer = match viewer_path(query) {
-                    Ok(path) => path,
+                let parsed = viewer_path(query).and_then(|path| Ok((path, stream_times(query)?)));
+                let (viewer, stream) = match parsed {
+                    Ok(parsed) => parsed,
                     Err(e) => return HttpAnswer::Now(Box::new(error(StatusCode::BAD_REQUEST, e))),
                 };
-                match self.open(video, viewer) {
+                match self.open(video, viewer, stream) {
                     Ok((session, segments)) => {
                         HttpAnswer::Now(Box::new(http::json(&serde_json::json!({
                             "session": session,
@@ -411,7 +420,8 @@ impl Fdn {
                 done.cancel();
             }
         }
-        let source = lock(&session.segments[index].source).clone();
+        let segment = &session.segments[index];
+        let source = lock(&segment.source).clone();
         let mut response = match slot {
             Slot::Ready => http::payload(
                 segment_payload(session.video, index),
@@ -420,8 +430,12 @@ impl Fdn {
             Slot::Failed(e) => error(StatusCode::BAD_GATEWAY, e),
             Slot::Pending => error(StatusCode::BAD_GATEWAY, "not here"),
         };
+        let headers = response.headers_mut();
         if let Ok(value) = hyper::header::HeaderValue::from_str(&source) {
-            response.headers_mut().insert("x-source", value);
+            headers.insert("x-source", value);
+        }
+        if let Ok(value) = format!("{:.6}", segment.deadline_unix_s).parse() {
+            headers.insert("x-deadline", value);
         }
         response
     }
@@ -482,6 +496,53 @@ fn viewer_path(query: &str) -> Result<PathModel, String> {
     Ok(PathModel {
         first_byte: RunningStats::from_summary(2, fb, fb_sd),
         per_byte: RunningStats::from_summary(2, pb, pb_sd),
+    })
+}
+
+/// When a viewer's stream is due: its request's arrival and the start-up delay before its first
+/// segment, from the query of `/open`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct StreamTimes {
+    /// Seconds since the Unix epoch, on the viewer's clock.
+    arrival_unix_s: f64,
+    startup_s: f64,
+}
+
+/// The longest start-up delay an `/open` may carry, and how far the stream's arrival may lie
+/// from this FDN's clock: beyond them the numbers are a mistake (or the clocks of the viewer
+/// and the FDN disagree), not a stream to decide for.
+const MAX_STARTUP_S: f64 = 3600.0;
+const MAX_CLOCK_GAP_S: f64 = 3600.0;
+
+/// `arrival=UNIX_SECONDS&startup=SECONDS` of `/open`.
+fn stream_times(query: &str) -> Result<StreamTimes, String> {
+    let number = |key: &str| -> Result<f64, String> {
+        let text = query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(key))
+            .ok_or_else(|| format!("expected {key}SECONDS in the query"))?;
+        text.parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| format!("{key}{text}: expected a number of seconds"))
+    };
+    let arrival_unix_s = number("arrival=")?;
+    let startup_s = number("startup=")?;
+    if !(0.0..=MAX_STARTUP_S).contains(&startup_s) {
+        return Err(format!(
+            "startup={startup_s}: expected 0 to {MAX_STARTUP_S} seconds"
+        ));
+    }
+    let gap = arrival_unix_s - unix_now_s();
+    if gap.abs() > MAX_CLOCK_GAP_S {
+        return Err(format!(
+            "arrival={arrival_unix_s} is {gap:.0} s from this FDN's clock (more than \
+             {MAX_CLOCK_GAP_S} s): are the viewer's and the FDN's clocks set?"
+        ));
+    }
+    Ok(StreamTimes {
+        arrival_unix_s,
+        startup_s,
     })
 }
 
@@ -580,8 +641,10 @@ pub async fn start(
     control_bind: SocketAddr,
 ) -> Result<Running, String> {
     let (tasks, receiver) = mpsc::unbounded_channel();
+    let catalog = Catalog::generate(&config.catalog);
     let fdn = Arc::new(Fdn {
-        catalog: Catalog::generate(&config.catalog),
+        holdings: Holdings::of_fdn(&catalog, config.index, config.caching, config.hot_share),
+        catalog,
         http: reqwest::Client::builder()
             .build()
             .map_err(|e| format!("HTTP client: {e}"))?,
@@ -710,11 +773,100 @@ mod tests {
         }
     }
 
+    /// Starts an FDN configured by `toml`, its cloud a holding cloud; with the count of the
+    /// requests that cloud holds.
+    async fn test_fdn(toml: &str, name: &str) -> (Running, Running, Arc<AtomicUsize>, FdnConfig) {
+        let table: toml::Table = toml.parse().unwrap();
+        let mut config = super::super::config::fdn(&table).unwrap();
+        let bytes = Catalog::generate(&config.catalog).videos[0].segments[0].bytes;
+        let (cloud, held) = holding_cloud(bytes).await;
+        config.cloud = cloud.http.to_string();
+        let dir = TempDir::new(name);
+        issue_lab_certs(&dir.0, name, &["fdn1"]).unwrap();
+        let identity = Arc::new(Identity::load(&dir.0, "fdn1").unwrap());
+        let any = "127.0.0.1:0".parse().unwrap();
+        let fdn = start(config.clone(), identity, any, any).await.unwrap();
+        (fdn, cloud, held, config)
+    }
+
+    /// The estimator decides every segment against the deadline the viewer scores: the
+    /// stream's arrival (here 0.7 s before the open, as after a slow ingestion) plus its
+    /// start-up delay and one segment duration per segment before it, not counted from when
+    /// the FDN opened the session. Each segment says which deadline it was decided against.
+    #[tokio::test]
+    async fn every_segment_is_decided_against_the_viewers_deadline() {
+        let (fdn, cloud, _, config) = test_fdn(
+            r#"
+            index = 0
+            method = "robust-ffdn"
+            caching = "100%"
+            probes = 1
+            catalog = { videos = 1, segments_min = 5, segments_max = 5, segment_duration = "2s" }
+            "#,
+            "fdn-deadlines",
+        )
+        .await;
+        let client = reqwest::Client::new();
+        let arrival = unix_now_s() - 0.7;
+        let open = format!(
+            "http://{}/open/0?fb=0.01,0.001&pb=0.000001,0&arrival={arrival:.6}&startup=1.5",
+            fdn.http
+        );
+        let text = client
+            .get(&open)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let opened: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let session = opened["session"].as_u64().unwrap();
+        assert_eq!(opened["segments"], 5);
+        assert_eq!(config.catalog.segment_duration_s, 2.0);
+        for index in 0..5 {
+            let url = format!("http://{}/segment/{session}/{index}", fdn.http);
+            let response = client.get(&url).send().await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            let decided: f64 = response.headers()["x-deadline"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let scored = arrival + 1.5 + 2.0 * index as f64;
+            assert!(
+                (decided - scored).abs() < 1e-3,
+                "segment {index}: decided against {decided}, scored against {scored}"
+            );
+        }
+        // No arrival, or one a day away from the FDN's clock, is refused by name.
+        for (query, says) in [
+            ("startup=1", "arrival="),
+            ("arrival=1&startup=1", "clocks"),
+            (
+                &format!("arrival={arrival}&startup=-1") as &str,
+                "startup=-1",
+            ),
+        ] {
+            let url = format!(
+                "http://{}/open/0?fb=0.01,0.001&pb=0.000001,0&{query}",
+                fdn.http
+            );
+            let response = client.get(&url).send().await.unwrap();
+            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query}");
+            let text = response.text().await.unwrap();
+            assert!(text.contains(says), "{query}: {text}");
+        }
+        fdn.stop().await.unwrap();
+        cloud.stop().await.unwrap();
+    }
+
     /// Opens past `max_sessions` are 503; sessions nobody reads expire after the idle time,
     /// their fetches from the cloud cancelled, and make room for new ones.
     #[tokio::test]
     async fn sessions_are_capped_and_idle_ones_expire_with_their_fetches() {
-        let table: toml::Table = r#"
+        let (fdn, cloud, held, _) = test_fdn(
+            r#"
             index = 0
             method = "central-cloud"
             probes = 1
@@ -722,21 +874,17 @@ mod tests {
             session_idle_timeout = "400ms"
             fetch_timeout = "60s"
             catalog = { videos = 1, segments_min = 3, segments_max = 3 }
-        "#
-        .parse()
-        .unwrap();
-        let mut config = super::super::config::fdn(&table).unwrap();
-        let bytes = Catalog::generate(&config.catalog).videos[0].segments[0].bytes;
-        let (cloud, held) = holding_cloud(bytes).await;
-        config.cloud = cloud.http.to_string();
-        let dir = TempDir::new("fdn-sessions");
-        issue_lab_certs(&dir.0, "sessions", &["fdn1"]).unwrap();
-        let identity = Arc::new(Identity::load(&dir.0, "fdn1").unwrap());
-        let any = "127.0.0.1:0".parse().unwrap();
-        let fdn = start(config, identity, any, any).await.unwrap();
+            "#,
+            "fdn-sessions",
+        )
+        .await;
         let client = reqwest::Client::new();
         let open = || {
-            let url = format!("http://{}/open/0?fb=0.01,0.001&pb=0.000001,0", fdn.http);
+            let arrival = unix_now_s();
+            let url = format!(
+                "http://{}/open/0?fb=0.01,0.001&pb=0.000001,0&arrival={arrival}&startup=1",
+                fdn.http
+            );
             let client = client.clone();
             async move { client.get(url).send().await.unwrap() }
         };

@@ -24,6 +24,9 @@ struct Record {
     fdn: String,
     index: usize,
     deadline_s: f64,
+    /// The deadline the FDN's estimator decided against (its `x-deadline`), seconds after the
+    /// trace began: `deadline_s` to the millisecond when the arrival reached it whole.
+    fdn_deadline_s: Option<f64>,
     /// Seconds after the trace began; `None` if it never arrived.
     received_s: Option<f64>,
     source: String,
@@ -92,8 +95,10 @@ struct Context {
     config: ViewersConfig,
     catalog: Catalog,
     paths: BTreeMap<String, PathModel>,
-    /// When the trace began.
+    /// When the trace began, and the same instant on the wall clock (seconds since the Unix
+    /// epoch), which requests carry to the FDN.
     origin: Instant,
+    origin_unix_s: f64,
 }
 
 /// Plays one stream request; returns its segments' records and the FDN's method.
@@ -109,6 +114,7 @@ async fn play(
         catalog,
         paths,
         origin,
+        origin_unix_s,
     } = &*context;
     let origin = *origin;
     tokio::time::sleep_until((origin + Duration::from_secs_f64(arrival_s)).into()).await;
@@ -132,11 +138,13 @@ async fn play(
     let opened = get_json(
         client,
         &format!(
-            "http://{fdn}/open/{video}?fb={:.6},{:.6}&pb={:.12},{:.12}",
+            "http://{fdn}/open/{video}?fb={:.6},{:.6}&pb={:.12},{:.12}&arrival={:.6}&startup={:.6}",
             path.first_byte.mean(),
             path.first_byte.sd(),
             path.per_byte.mean(),
-            path.per_byte.sd()
+            path.per_byte.sd(),
+            origin_unix_s + arrival_s,
+            config.startup.as_secs_f64(),
         ),
         REQUEST_TIMEOUT,
     )
@@ -160,24 +168,33 @@ async fn play(
                 .send()
                 .await
                 .map_err(|e| e.to_string())?;
-            let source = response
-                .headers()
-                .get("x-source")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
+            let header = |name| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let source = header("x-source");
+            let fdn_deadline = header("x-deadline")
+                .parse::<f64>()
+                .ok()
+                .map(|unix_s| unix_s - origin_unix_s);
             if !response.status().is_success() {
                 return Err(format!("{source}: status {}", response.status()));
             }
             response.bytes().await.map_err(|e| e.to_string())?;
-            Ok(source)
+            Ok((source, fdn_deadline))
         };
-        let (received_s, source) = match tokio::time::timeout(config.segment_timeout, outcome).await
-        {
-            Ok(Ok(source)) => (Some(origin.elapsed().as_secs_f64()), source),
-            Ok(Err(e)) => (None, format!("failed: {e}")),
-            Err(_) => (None, "failed: timed out".to_string()),
-        };
+        let (received_s, source, fdn_deadline_s) =
+            match tokio::time::timeout(config.segment_timeout, outcome).await {
+                Ok(Ok((source, fdn_deadline))) => {
+                    (Some(origin.elapsed().as_secs_f64()), source, fdn_deadline)
+                }
+                Ok(Err(e)) => (None, format!("failed: {e}"), None),
+                Err(_) => (None, "failed: timed out".to_string(), None),
+            };
         records.push(Record {
             request,
             video,
@@ -185,6 +202,7 @@ async fn play(
             fdn: fdn.clone(),
             index,
             deadline_s: deadline,
+            fdn_deadline_s,
             received_s,
             source,
         });
@@ -236,16 +254,14 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
         config.window.as_secs_f64(),
         config.segments,
     );
-    let origin_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    let (origin, origin_unix_s) = (Instant::now(), crate::wall_clock::unix_now_s());
     let context = std::sync::Arc::new(Context {
         client,
         config,
         catalog,
         paths,
-        origin: Instant::now(),
+        origin,
+        origin_unix_s,
     });
     let mut plays = tokio::task::JoinSet::new();
     for (r, request) in trace.requests.iter().enumerate() {
@@ -275,6 +291,13 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
         entry.1 += usize::from(r.missed());
     }
     let per_viewer = viewer_rates(&records);
+    // How far the FDN's deadlines lay from the viewers' (none reported counts as unknown).
+    let deadline_gap = records
+        .iter()
+        .filter_map(|r| r.fdn_deadline_s.map(|d| (d - r.deadline_s).abs()))
+        .fold(None, |max: Option<f64>, gap| {
+            Some(max.map_or(gap, |m| m.max(gap)))
+        });
     methods.sort();
     methods.dedup();
     Ok(json!({
@@ -287,6 +310,8 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
         "failed_requests": errors.len(),
         "request_errors": errors.iter().take(5).collect::<Vec<_>>(),
         "deadline_misses": missed,
+        "fdn_deadline_gap_max_s": deadline_gap,
+        "fdn_deadlines_reported": records.iter().filter(|r| r.fdn_deadline_s.is_some()).count(),
         "deadline_miss_rate": if total == 0 { 0.0 } else { missed as f64 / total as f64 },
         "viewer_miss_rate_mean": if per_viewer.is_empty() { 0.0 } else { per_viewer.iter().sum::<f64>() / per_viewer.len() as f64 },
         "segments_by_source": by_source.iter().map(|(k, (n, m))| (k.clone(), json!({"segments": n, "missed": m}))).collect::<serde_json::Map<_, _>>(),
@@ -306,17 +331,21 @@ fn viewer_rates(records: &[Record]) -> Vec<f64> {
 
 fn write_outputs(out: &Path, records: &[Record]) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut segments =
-        String::from("request,video,arrival_s,fdn,index,deadline_s,received_s,missed,source\n");
+    let mut segments = String::from(
+        "request,video,arrival_s,fdn,index,deadline_s,fdn_deadline_s,received_s,missed,source\n",
+    );
     for r in records {
         segments += &format!(
-            "{},{},{:.6},{},{},{:.6},{},{},{}\n",
+            "{},{},{:.6},{},{},{:.6},{},{},{},{}\n",
             r.request,
             r.video,
             r.arrival_s,
             r.fdn,
             r.index,
             r.deadline_s,
+            r.fdn_deadline_s
+                .map(|s| format!("{s:.6}"))
+                .unwrap_or_default(),
             r.received_s.map(|s| format!("{s:.6}")).unwrap_or_default(),
             r.missed(),
             r.source.replace(',', ";")

@@ -7,10 +7,7 @@ use std::io::Write;
 
 /// Appends one event (a JSON object) stamped with `time_unix_s`.
 pub fn record(state: &LabState, mut event: serde_json::Value) -> Result<()> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    let now = crate::wall_clock::unix_now_s();
     if let Some(object) = event.as_object_mut() {
         object.insert("time_unix_s".into(), now.into());
     }

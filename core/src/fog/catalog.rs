@@ -95,21 +95,63 @@ fn unit_hash(seed: u64, a: u64, b: u64) -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// Does FDN `fdn` hold segment `index` of `video` pre-processed at caching level `level`
-/// (0–1)? Each FDN holds, of every video, one contiguous run of round(level × n) segments that
-/// starts at an offset of its own: regions find different portions hot, so neighbours hold
-/// what the local FDN lacks (the federation's premise).
-pub fn fdn_caches(catalog: &Catalog, fdn: usize, level: f64, video: usize, index: usize) -> bool {
-    let Some(v) = catalog.videos.get(video) else {
-        return false;
-    };
-    let n = v.segments.len();
-    let held = (level.clamp(0.0, 1.0) * n as f64).round() as usize;
-    if held == 0 || index >= n {
-        return false;
+/// The segments one FDN holds pre-processed (Section III-C, "Cached Video Segments"): the hot
+/// portions of videos, as the paper lays them out. A region's hot videos (`hot_share` of the
+/// catalog, a seeded choice of its own, so neighbours hold what the local FDN lacks) come
+/// first, then the beginning portions of the other videos (the part of a video streamed most
+/// often), to `round(level × all segments)` in all. Within each tier the FDN fills every video
+/// to the same depth (share of its segments) from its first segment on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Holdings {
+    /// (video, index), sorted.
+    held: Vec<(u32, u32)>,
+}
+
+impl Holdings {
+    /// What FDN `fdn` holds at caching `level` (0–1) with `hot_share` (0–1) of the videos hot
+    /// in its region.
+    pub fn of_fdn(catalog: &Catalog, fdn: usize, level: f64, hot_share: f64) -> Holdings {
+        let n_videos = catalog.videos.len();
+        let hot_count = (hot_share.clamp(0.0, 1.0) * n_videos as f64).round() as usize;
+        let mut by_heat: Vec<usize> = (0..n_videos).collect();
+        by_heat.sort_by(|&a, &b| {
+            let key = |v: usize| unit_hash(catalog.spec.seed ^ 0x407, fdn as u64 + 1, v as u64);
+            key(a).total_cmp(&key(b)).then(a.cmp(&b))
+        });
+        let mut hot = vec![false; n_videos];
+        for &v in &by_heat[..hot_count] {
+            hot[v] = true;
+        }
+        // Every segment with its place in the order of filling: tier, then depth.
+        let mut order: Vec<(bool, f64, u32, u32)> = Vec::new();
+        for (v, video) in catalog.videos.iter().enumerate() {
+            let n = video.segments.len();
+            for i in 0..n {
+                order.push((!hot[v], i as f64 / n as f64, v as u32, i as u32));
+            }
+        }
+        order.sort_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then(a.1.total_cmp(&b.1))
+                .then((a.2, a.3).cmp(&(b.2, b.3)))
+        });
+        let total = (level.clamp(0.0, 1.0) * order.len() as f64).round() as usize;
+        let mut held: Vec<(u32, u32)> = order[..total].iter().map(|s| (s.2, s.3)).collect();
+        held.sort_unstable();
+        Holdings { held }
     }
-    let offset = (unit_hash(catalog.spec.seed, fdn as u64 + 1, video as u64) * n as f64) as usize;
-    (index + n - offset) % n < held
+
+    pub fn contains(&self, video: usize, index: usize) -> bool {
+        match (u32::try_from(video), u32::try_from(index)) {
+            (Ok(v), Ok(i)) => self.held.binary_search(&(v, i)).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// (video, index) of every segment held, sorted.
+    pub fn segments(&self) -> &[(u32, u32)] {
+        &self.held
+    }
 }
 
 /// Does the CDN server of site `site` hold `video` whole? A seeded `share` of the videos
@@ -154,23 +196,42 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn an_fdn_caches_its_level_of_every_video() {
+    fn an_fdn_holds_its_level_hot_videos_first_then_beginnings() {
         let catalog = Catalog::generate(&spec());
-        for level in [0.0, 0.3, 0.9, 1.0] {
-            for (v, video) in catalog.videos.iter().enumerate() {
-                let n = video.segments.len();
-                let held = (0..n)
-                    .filter(|&i| fdn_caches(&catalog, 0, level, v, i))
-                    .count();
-                assert_eq!(held, (level * n as f64).round() as usize, "level {level}");
+        let total: usize = catalog.videos.iter().map(|v| v.segments.len()).sum();
+        let hot = |h: &Holdings, v: usize| {
+            (0..catalog.videos[v].segments.len()).all(|i| h.contains(v, i))
+        };
+        for level in [0.0, 0.3, 0.6, 0.9, 1.0] {
+            let held = Holdings::of_fdn(&catalog, 0, level, 0.1);
+            assert_eq!(
+                held.segments().len(),
+                (level * total as f64).round() as usize,
+                "level {level}"
+            );
+            // Of every video the FDN holds a beginning: no segment without all before it.
+            for &(v, i) in held.segments() {
+                assert!((0..i).all(|j| held.contains(v as usize, j as usize)));
             }
         }
-        // Two FDNs hold different portions of some video.
-        let differs = (0..catalog.videos.len()).any(|v| {
-            (0..10)
-                .any(|i| fdn_caches(&catalog, 0, 0.3, v, i) != fdn_caches(&catalog, 1, 0.3, v, i))
-        });
-        assert!(differs);
+        // At 30%, its 5 hot videos (10% of 50) are held whole and every other video's first
+        // segment too (the other 20% of the budget, about a fifth of each).
+        let held = Holdings::of_fdn(&catalog, 0, 0.3, 0.1);
+        let whole: Vec<usize> = (0..50).filter(|&v| hot(&held, v)).collect();
+        assert_eq!(whole.len(), 5, "{whole:?}");
+        assert!((0..50).all(|v| held.contains(v, 0)));
+        // Another region finds other videos hot: its neighbour holds what it lacks.
+        let other = Holdings::of_fdn(&catalog, 1, 0.3, 0.1);
+        let other_whole: Vec<usize> = (0..50).filter(|&v| hot(&other, v)).collect();
+        assert_ne!(whole, other_whole);
+        assert_eq!(held, Holdings::of_fdn(&catalog, 0, 0.3, 0.1), "seeded");
+        // Below the hot share the budget goes to the hot videos' beginnings only.
+        let low = Holdings::of_fdn(&catalog, 0, 0.05, 0.1);
+        assert!(low
+            .segments()
+            .iter()
+            .all(|&(v, _)| whole.contains(&(v as usize))));
+        assert!(!low.contains(usize::MAX, 0));
     }
 
     #[test]

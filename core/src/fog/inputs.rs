@@ -4,6 +4,7 @@
 
 use super::normal::Normal;
 use super::stats::PathModel;
+use super::workload::deadline_s;
 
 /// A neighbouring FDN as the metadata lists it, with the path this FDN learned to it.
 #[derive(Debug, Clone, Copy)]
@@ -40,10 +41,19 @@ pub fn cloud_transfer(path: Option<&PathModel>, bytes: u64) -> Normal {
         .unwrap_or(Normal::point(f64::INFINITY))
 }
 
-/// δ_i of Equation (4) for segment `index` of a session opened now: the start-up delay, then
-/// one segment duration per segment before it.
-pub fn deadline_s(startup_s: f64, index: usize, segment_duration_s: f64) -> f64 {
-    startup_s + index as f64 * segment_duration_s
+/// δ_i of Equation (4) as the estimator takes it: seconds from `now_s` to the deadline of
+/// segment `index` of a stream that arrived at `arrival_s` (both on one clock), its
+/// presentation time `workload::deadline_s` after the arrival. The viewer scores the segment
+/// against the same instant: the stream's arrival travels with its request, so the ingestion's
+/// round trip to the cloud and the open at the FDN come out of the segment's time.
+pub fn time_to_deadline_s(
+    arrival_s: f64,
+    now_s: f64,
+    startup_s: f64,
+    index: usize,
+    segment_duration_s: f64,
+) -> f64 {
+    arrival_s + deadline_s(index, startup_s, segment_duration_s) - now_s
 }
 
 #[cfg(test)]
@@ -78,6 +88,8 @@ mod tests {
         assert!(neighbor_transfers(all, 0, (2, 4), 1000).is_empty());
         assert_eq!(cloud_transfer(None, 1).mean, f64::INFINITY);
         assert_eq!(cloud_transfer(Some(&unknown), 1), unknown.transfer(1));
-        assert_eq!(deadline_s(2.0, 3, 4.0), 14.0);
+        // Arrived at 100 s, looked at 100.6 s: segment 3 of 4 s segments after 2 s is due at
+        // 114 s, 13.4 s from now.
+        assert!((time_to_deadline_s(100.0, 100.6, 2.0, 3, 4.0) - 13.4).abs() < 1e-12);
     }
 }
