@@ -130,10 +130,7 @@ impl Cloud {
     /// The ingestion processor: of the FDNs up, the one with the lowest latency the viewer
     /// measured (`lat=NAME:SECONDS,...`).
     fn ingest(&self, query: &str) -> Result<String, String> {
-        let list = query
-            .split('&')
-            .find_map(|kv| kv.strip_prefix("lat="))
-            .ok_or("expected ?lat=FDN:SECONDS,...")?;
+        let list = http::query_value(query, "lat").ok_or("expected ?lat=FDN:SECONDS,...")?;
         let up = self.up_names();
         let mut best: Option<(String, f64)> = None;
         for item in list.split(',').filter(|s| !s.is_empty()) {

@@ -393,8 +393,7 @@ impl Fdn {
                 _ => HttpAnswer::Now(Box::new(error(StatusCode::NOT_FOUND, "not cached here"))),
             },
             ["probe"] => {
-                let bytes = query
-                    .strip_prefix("bytes=")
+                let bytes = http::query_value(query, "bytes")
                     .and_then(|b| b.parse().ok())
                     .unwrap_or(250_000u64)
                     .min(10_000_000);
@@ -479,20 +478,18 @@ async fn expire_sessions(fdn: Arc<Fdn>) {
 /// The viewer's path from `fb=MEAN,SD&pb=MEAN,SD` (first byte, seconds per byte).
 fn viewer_path(query: &str) -> Result<PathModel, String> {
     let pair = |key: &str| -> Result<(f64, f64), String> {
-        let value = query
-            .split('&')
-            .find_map(|kv| kv.strip_prefix(key))
-            .ok_or_else(|| format!("expected {key}MEAN,SD in the query"))?;
+        let value = http::query_value(query, key)
+            .ok_or_else(|| format!("expected {key}=MEAN,SD in the query"))?;
         let (mean, sd) = value
             .split_once(',')
-            .ok_or_else(|| format!("{key}{value}: expected MEAN,SD"))?;
+            .ok_or_else(|| format!("{key}={value}: expected MEAN,SD"))?;
         match (mean.parse::<f64>(), sd.parse::<f64>()) {
             (Ok(m), Ok(s)) if m.is_finite() && s.is_finite() && m >= 0.0 && s >= 0.0 => Ok((m, s)),
-            _ => Err(format!("{key}{value}: expected two non-negative numbers")),
+            _ => Err(format!("{key}={value}: expected two non-negative numbers")),
         }
     };
-    let (fb, fb_sd) = pair("fb=")?;
-    let (pb, pb_sd) = pair("pb=")?;
+    let (fb, fb_sd) = pair("fb")?;
+    let (pb, pb_sd) = pair("pb")?;
     Ok(PathModel {
         first_byte: RunningStats::from_summary(2, fb, fb_sd),
         per_byte: RunningStats::from_summary(2, pb, pb_sd),
@@ -517,17 +514,15 @@ const MAX_CLOCK_GAP_S: f64 = 3600.0;
 /// `arrival=UNIX_SECONDS&startup=SECONDS` of `/open`.
 fn stream_times(query: &str) -> Result<StreamTimes, String> {
     let number = |key: &str| -> Result<f64, String> {
-        let text = query
-            .split('&')
-            .find_map(|kv| kv.strip_prefix(key))
-            .ok_or_else(|| format!("expected {key}SECONDS in the query"))?;
+        let text = http::query_value(query, key)
+            .ok_or_else(|| format!("expected {key}=SECONDS in the query"))?;
         text.parse::<f64>()
             .ok()
             .filter(|x| x.is_finite())
-            .ok_or_else(|| format!("{key}{text}: expected a number of seconds"))
+            .ok_or_else(|| format!("{key}={text}: expected a number of seconds"))
     };
-    let arrival_unix_s = number("arrival=")?;
-    let startup_s = number("startup=")?;
+    let arrival_unix_s = number("arrival")?;
+    let startup_s = number("startup")?;
     if !(0.0..=MAX_STARTUP_S).contains(&startup_s) {
         return Err(format!(
             "startup={startup_s}: expected 0 to {MAX_STARTUP_S} seconds"

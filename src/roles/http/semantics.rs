@@ -278,6 +278,16 @@ pub fn target(uri: &Uri) -> &str {
     uri.path_and_query().map_or("", |p| p.as_str())
 }
 
+/// The value of `key` in a query string (`a=1&b=2`), as written (no percent-decoding: the
+/// roles' own parameters are plain numbers and names); the first if it repeats.
+pub fn query_value<'a>(query: &'a str, key: &str) -> Option<&'a str> {
+    query.split('&').find_map(|kv| {
+        kv.split_once('=')
+            .filter(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+    })
+}
+
 /// A HEAD answer carries a GET's headers and no body (RFC 9110 §9.3.2); the explicit
 /// `Content-Length` every response here has is kept.
 pub fn strip_for_head(method: &Method, response: Response<Body>) -> Response<Body> {
@@ -286,4 +296,19 @@ pub fn strip_for_head(method: &Method, response: Response<Body>) -> Response<Bod
     }
     let (parts, _) = response.into_parts();
     Response::from_parts(parts, Body::Empty)
+}
+
+#[cfg(test)]
+mod query_tests {
+    use super::query_value;
+
+    #[test]
+    fn a_query_value_is_found_by_its_whole_key() {
+        assert_eq!(query_value("fb=1,2&pb=3,4", "pb"), Some("3,4"));
+        assert_eq!(query_value("xfb=1&fb=2", "fb"), Some("2"));
+        assert_eq!(query_value("fb=1&fb=2", "fb"), Some("1"));
+        assert_eq!(query_value("fb&pb=", "fb"), None);
+        assert_eq!(query_value("fb&pb=", "pb"), Some(""));
+        assert_eq!(query_value("", "fb"), None);
+    }
 }
