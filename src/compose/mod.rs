@@ -120,7 +120,6 @@ pub fn generate(inputs: &[Input]) -> Result<Generated, String> {
     let mut allocator = plan::Allocator::default();
     let mut doc: Map = vec![(header(inputs), Yaml::Plain(String::new()))];
     let (mut services, mut networks, mut volumes) = (Map::new(), Map::new(), Map::new());
-    let mut extensions = Map::new();
     let (mut arms, mut timed_labs) = (Vec::new(), Vec::new());
     for input in inputs {
         let fail = |e: String| format!("{}: {e}", input.source);
@@ -131,7 +130,6 @@ pub fn generate(inputs: &[Input]) -> Result<Generated, String> {
             vars: &topology.vars,
             deferred: &input.deferred,
         };
-        extensions.push(service::hosts(&topology, &names));
         if let Some(arm) = timeline::script_arm(&topology, &names) {
             arms.push(arm);
             timed_labs.push(topology.name.clone());
@@ -144,7 +142,6 @@ pub fn generate(inputs: &[Input]) -> Result<Generated, String> {
         networks.extend(service::networks(&topology, &names));
         volumes.extend(service::volumes(&topology, &names));
     }
-    doc.extend(extensions);
     doc.push(("services".into(), Yaml::Map(services)));
     doc.push(("networks".into(), Yaml::Map(networks)));
     doc.push(("volumes".into(), Yaml::Map(volumes)));

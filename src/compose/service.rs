@@ -4,11 +4,12 @@ use super::plan::gateway;
 use super::yaml::{Map, Yaml};
 use super::{runs_program, EnvVars, IMAGE, RESULTS};
 use crate::container::spec::impairment_keys;
-use crate::topology::{hosts_entries, Node, Program, Ready, Topology};
+use crate::topology::{Node, Program, Ready, Topology};
 
 /// Service, network and volume names: the topology's own, after `PROFILE-` for a profile's
 /// topology, so several topologies fit in one file. Containers keep the node's name as their
-/// hostname and find each other by it (`extra_hosts`).
+/// hostname and find each other by it (`extra_hosts`: each by the address its lab's
+/// `/etc/hosts` has for it, `Node::hosts`).
 pub struct Names {
     prefix: String,
 }
@@ -34,10 +35,6 @@ impl Names {
 
     fn certs_volume(&self, node: &str) -> String {
         format!("{}certs-{node}", self.prefix)
-    }
-
-    fn hosts(&self) -> String {
-        format!("{}hosts", self.prefix)
     }
 
     fn profile(&self) -> Option<String> {
@@ -68,25 +65,11 @@ pub fn services(topology: &Topology, names: &Names, env: &EnvVars) -> Map {
     if !roles.is_empty() {
         out.push((names.certs(), certs_service(topology, &roles, names)));
     }
-    let hosts = Yaml::Alias(names.hosts());
     for node in &topology.nodes {
-        let service = node_service(topology, node, names, env, &hosts);
+        let service = node_service(topology, node, names, env);
         out.push((names.service(&node.name), Yaml::Map(service)));
     }
     out
-}
-
-/// `x-NAME-hosts: &NAME-hosts [...]`, a top-level extension every service's `extra_hosts`
-/// refers to: each node's name with its first address, as a lab's `/etc/hosts` has them.
-pub fn hosts(topology: &Topology, names: &Names) -> (String, Yaml) {
-    let entries: Vec<Yaml> = hosts_entries(topology)
-        .into_iter()
-        .map(|(name, addr)| s(format!("{name}:{addr}")))
-        .collect();
-    (
-        format!("x-{}", names.hosts()),
-        Yaml::Anchor(names.hosts(), Box::new(Yaml::List(entries))),
-    )
 }
 
 /// The one-shot service that issues every role node's certificate into a volume of that
@@ -122,13 +105,7 @@ fn certs_service(topology: &Topology, roles: &[&Node], names: &Names) -> Yaml {
     Yaml::Map(service)
 }
 
-fn node_service(
-    topology: &Topology,
-    node: &Node,
-    names: &Names,
-    env: &EnvVars,
-    hosts: &Yaml,
-) -> Map {
+fn node_service(topology: &Topology, node: &Node, names: &Names, env: &EnvVars) -> Map {
     let is_role = matches!(node.program, Program::Role { .. });
     let mut service = vec![pair("image", s(IMAGE))];
     if let Some(profile) = names.profile() {
@@ -183,7 +160,11 @@ fn node_service(
             pair("retries", Yaml::Plain(retries.to_string())),
         ]),
     ));
-    service.push(pair("extra_hosts", hosts.clone()));
+    let hosts = node
+        .hosts
+        .iter()
+        .map(|h| s(format!("{}:{}", h.name, h.addr)));
+    service.push(pair("extra_hosts", Yaml::Flow(hosts.collect())));
     service.push(pair(
         "networks",
         Yaml::Map(

@@ -96,8 +96,9 @@ fn services_follow_the_topology() {
         "      server:\n        condition: \"service_healthy\"\n",
         "    sysctls: [\"net.ipv4.ip_forward=1\"]\n",
         "  router-server:\n    ipam:\n      config:\n        - subnet: \"198.18.0.8/29\"\n          gateway: \"198.18.0.9\"\n",
-        "x-hosts: &hosts\n  - \"client:198.18.0.2\"\n",
-        "    extra_hosts: *hosts\n",
+        // Each container names the router by its address on the network they share.
+        "    extra_hosts: [\"client:198.18.0.2\", \"server:198.18.0.11\", \"router:198.18.0.3\"]\n    networks:\n      client-router:\n        ipv4_address: \"198.18.0.2\"",
+        "\"router:198.18.0.10\"]\n    networks:\n      router-server:\n        ipv4_address: \"198.18.0.11\"",
         "--net=router-server=198.18.0.8/29,peers=server,rate=10mbit",
     ] {
         assert!(text.contains(needle), "no {needle:?} in\n{text}");
@@ -174,7 +175,7 @@ stop = "x"
         "  two-x-y:\n    ipam:\n      config:\n        - subnet: \"198.18.0.16/29\"",
         "#   at 5s: in every container on two-x-y: cdnlab container link set two-x-y --delay 80ms\n",
         "#   at 9s: docker compose stop two-x\n",
-        "x-two-hosts: &two-hosts\n  - \"x:198.18.0.18\"\n",
+        "    extra_hosts: [\"x:198.18.0.18\"",
     ] {
         assert!(text.contains(needle), "no {needle:?} in\n{text}");
     }

@@ -14,10 +14,6 @@ pub enum Yaml {
     /// A list written on one line: `[a, b]`.
     Flow(Vec<Yaml>),
     Map(Vec<(String, Yaml)>),
-    /// A value given a name where it is written (`key: &name`), for `Alias` to repeat.
-    Anchor(String, Box<Yaml>),
-    /// `*name`: the anchored value again.
-    Alias(String),
 }
 
 /// `key: value` pairs in order; a pair whose key starts with `#` is written as comment lines
@@ -46,8 +42,7 @@ impl Yaml {
 
     fn is_inline(&self) -> bool {
         match self {
-            Yaml::Str(_) | Yaml::Plain(_) | Yaml::Flow(_) | Yaml::Alias(_) => true,
-            Yaml::Anchor(..) => false,
+            Yaml::Str(_) | Yaml::Plain(_) | Yaml::Flow(_) => true,
             Yaml::List(items) => items.is_empty(),
             Yaml::Map(pairs) => pairs.is_empty(),
             Yaml::Block(_) => false,
@@ -65,8 +60,6 @@ impl Yaml {
             Yaml::List(_) => "[]".into(),
             Yaml::Map(_) => "{}".into(),
             Yaml::Block(text) => quoted(text),
-            Yaml::Alias(name) => format!("*{name}"),
-            Yaml::Anchor(name, value) => format!("&{name} {}", value.inline()),
         }
     }
 }
@@ -123,9 +116,6 @@ fn write_entry(head: &str, value: &Yaml, indent: usize, out: &mut String) {
             }
         }
         value if value.is_inline() => out.push_str(&format!("{head} {}\n", value.inline())),
-        Yaml::Anchor(name, value) => {
-            write_entry(&format!("{head} &{name}"), value, indent, out);
-        }
         Yaml::Map(pairs) => {
             out.push_str(&format!("{head}\n"));
             write_map(pairs, indent + 2, out);
@@ -177,11 +167,6 @@ mod tests {
                             ]),
                         ),
                         ("empty".into(), Yaml::Map(vec![])),
-                        (
-                            "hosts".into(),
-                            Yaml::Anchor("h".into(), Box::new(Yaml::List(vec![Yaml::str("a:1")]))),
-                        ),
-                        ("again".into(), Yaml::Alias("h".into())),
                     ]),
                 )]),
             ),
@@ -202,9 +187,6 @@ services:
         y = 2
       - " indented\nlines"
     empty: {}
-    hosts: &h
-      - "a:1"
-    again: *h
 "#
         );
     }

@@ -11,7 +11,7 @@ use super::sys::{self, err, Result};
 use super::{interrupt, shaper, teardown};
 use crate::role_configs;
 use crate::roles::ROLES;
-use crate::topology::{hosts_entries, Node, Program, Topology};
+use crate::topology::{Node, Program, Topology};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -269,14 +269,15 @@ fn hub_commands(topology: &Topology) -> Vec<String> {
     lines
 }
 
-/// Every node's /etc/hosts (mounted by `ip netns exec`) names every node.
+/// Every node's /etc/hosts (mounted by `ip netns exec`) names every node, each by the address
+/// that node reaches it by (`Node::hosts`).
 fn write_hosts(state: &LabState) -> Result<()> {
-    let mut text = String::from("127.0.0.1\tlocalhost\n");
-    for (name, addr) in hosts_entries(&state.topology) {
-        text += &format!("{addr}\t{name}\n");
-    }
-    for ns in &state.namespaces {
-        let dir = PathBuf::from("/etc/netns").join(ns);
+    for (n, node) in state.topology.nodes.iter().enumerate() {
+        let mut text = String::from("127.0.0.1\tlocalhost\n");
+        for entry in &node.hosts {
+            text += &format!("{}\t{}\n", entry.addr, entry.name);
+        }
+        let dir = PathBuf::from("/etc/netns").join(state.netns(n));
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("hosts"), &text)?;
     }

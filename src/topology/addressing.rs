@@ -2,7 +2,7 @@
 //! RFC 2544 benchmarking range, so lab addresses never collide with real networks.
 
 use super::error::{Diags, Span};
-use super::model::{Interface, Node, NodeId, Segment, SegmentKind, Topology};
+use super::model::{Interface, Node, NodeId, Segment, SegmentKind};
 use netem::Impairments;
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -233,16 +233,6 @@ pub(crate) fn place_segments(
                 egress: segment.egress,
             }
         })
-        .collect()
-}
-
-/// What every node's `/etc/hosts` says: each node's name with the address of its first
-/// interface (`eth0`). A node on no segment (a one-node lab) has no address and no entry.
-pub fn hosts_entries(topology: &Topology) -> Vec<(String, Ipv4Addr)> {
-    topology
-        .nodes
-        .iter()
-        .filter_map(|node| Some((node.name.clone(), node.interfaces.first()?.addr)))
         .collect()
 }
 

@@ -25,7 +25,6 @@ mod vars;
 #[cfg(test)]
 mod tests;
 
-pub use addressing::hosts_entries;
 pub use error::{Problem, Span, TopologyError};
 pub use flags::ChangeFlags;
 pub use impairments::{

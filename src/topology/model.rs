@@ -38,6 +38,9 @@ pub struct Node {
     /// Static routes to every address of every other node that is not on a shared segment;
     /// subnets behind one neighbour share a route where they can (`topology::aggregate`).
     pub routes: Vec<Route>,
+    /// What this node's `/etc/hosts` says: every node's name with the address this node
+    /// reaches it by (`topology::routes`).
+    pub hosts: Vec<HostEntry>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,6 +103,13 @@ pub struct Route {
     /// Next hop, on a segment the node is on.
     pub via: Ipv4Addr,
     pub ifname: String,
+}
+
+/// One line of a node's `/etc/hosts`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostEntry {
+    pub name: String,
+    pub addr: Ipv4Addr,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -112,6 +112,7 @@ fn read_node(name: &str, value: &Value, diags: &mut Diags) -> Option<Node> {
         client: client?,
         interfaces: Vec::new(),
         routes: Vec::new(),
+        hosts: Vec::new(),
     })
 }
 

@@ -1,7 +1,7 @@
 //! Addresses, interfaces and routes.
 
 use super::topology;
-use crate::topology::{hosts_entries, load, Interface, LoadOptions, Route, Topology};
+use crate::topology::{load, Interface, LoadOptions, Route, Topology};
 use std::net::Ipv4Addr;
 use std::path::Path;
 
@@ -25,6 +25,22 @@ fn interface(ifname: &str, segment: usize, address: &str, prefix_len: u8) -> Int
         addr: addr(address),
         prefix_len,
     }
+}
+
+/// Node `node`'s `/etc/hosts` as (name, address) pairs.
+fn hosts_of(t: &Topology, node: usize) -> Vec<(String, Ipv4Addr)> {
+    t.nodes[node]
+        .hosts
+        .iter()
+        .map(|h| (h.name.clone(), h.addr))
+        .collect()
+}
+
+fn named(entries: &[(&str, &str)]) -> Vec<(String, Ipv4Addr)> {
+    entries
+        .iter()
+        .map(|&(name, address)| (name.to_string(), addr(address)))
+        .collect()
 }
 
 fn in_subnet(address: Ipv4Addr, net: Ipv4Addr, prefix_len: u8) -> bool {
@@ -114,14 +130,83 @@ endpoints = ["router", "server"]
         t.nodes[2].routes,
         [route("198.18.0.0", 30, "198.18.0.5", "eth0")]
     );
+    // Each node names a neighbour by its address on the link they share.
     assert_eq!(
-        hosts_entries(&t),
-        [
-            ("client".to_string(), addr("198.18.0.1")),
-            ("router".to_string(), addr("198.18.0.2")),
-            ("server".to_string(), addr("198.18.0.6")),
-        ]
+        hosts_of(&t, 0),
+        named(&[
+            ("client", "198.18.0.1"),
+            ("router", "198.18.0.2"),
+            ("server", "198.18.0.6")
+        ])
     );
+    assert_eq!(
+        hosts_of(&t, 2),
+        named(&[
+            ("client", "198.18.0.1"),
+            ("router", "198.18.0.5"),
+            ("server", "198.18.0.6")
+        ])
+    );
+    assert_everything_reachable(&t);
+}
+
+/// A node on several links is named, by each other node, by its address on the link the
+/// lowest-delay path enters it by: the cloud names fdn2 by fdn2's address on their own link,
+/// not by fdn2's first address (on the slow federation link, whose subnet the cloud would
+/// reach through fdn1).
+#[test]
+fn names_follow_the_lowest_delay_path() {
+    let t = topology(
+        r#"name = "federation"
+[nodes.cloud]
+[nodes.fdn1]
+[nodes.fdn2]
+[[links]]
+endpoints = ["fdn1", "fdn2"]
+delay = "1000ms"
+[[links]]
+endpoints = ["fdn1", "cloud"]
+delay = "250ms"
+[[links]]
+endpoints = ["fdn2", "cloud"]
+delay = "250ms"
+"#,
+    );
+    let index = |name: &str| t.nodes.iter().position(|n| n.name == name).unwrap();
+    let address_on = |node: &str, segment: &str| {
+        let segment = t.segments.iter().position(|s| s.name == segment).unwrap();
+        t.nodes[index(node)]
+            .interfaces
+            .iter()
+            .find(|i| i.segment == segment)
+            .unwrap()
+            .addr
+    };
+    let name_of = |by: &str, node: &str| {
+        t.nodes[index(by)]
+            .hosts
+            .iter()
+            .find(|h| h.name == node)
+            .unwrap()
+            .addr
+    };
+    assert_eq!(name_of("cloud", "fdn2"), address_on("fdn2", "fdn2-cloud"));
+    assert_eq!(name_of("cloud", "fdn1"), address_on("fdn1", "fdn1-cloud"));
+    // fdn1 to fdn2 through the cloud (500 ms) beats their own link (1000 ms).
+    assert_eq!(name_of("fdn1", "fdn2"), address_on("fdn2", "fdn2-cloud"));
+    assert_eq!(name_of("fdn2", "cloud"), address_on("cloud", "fdn2-cloud"));
+    // Its own name, as every node's first address, for a node on no path to itself.
+    assert_eq!(name_of("fdn2", "fdn2"), address_on("fdn2", "fdn1-fdn2"));
+    // The cloud's name for fdn2 is on a link the cloud is on: no route, no third node.
+    let cloud = &t.nodes[index("cloud")];
+    let on_link = cloud.interfaces.iter().any(|i| {
+        in_subnet(
+            name_of("cloud", "fdn2"),
+            t.segments[i.segment].subnet,
+            i.prefix_len,
+        )
+    });
+    assert!(on_link, "{cloud:?}");
     assert_everything_reachable(&t);
 }
 
@@ -299,15 +384,18 @@ endpoints = ["c", "d"]
         t.nodes[3].routes,
         [route("198.18.0.8", 29, "198.18.0.1", "eth0")]
     );
+    // c is on the LAN and the c-d link: d names it by its c-d address, the LAN's members
+    // by its LAN address.
     assert_eq!(
-        hosts_entries(&t),
-        [
-            ("a".to_string(), addr("198.18.0.9")),
-            ("b".to_string(), addr("198.18.0.10")),
-            ("c".to_string(), addr("198.18.0.1")),
-            ("d".to_string(), addr("198.18.0.2")),
-        ]
+        hosts_of(&t, 3),
+        named(&[
+            ("a", "198.18.0.9"),
+            ("b", "198.18.0.10"),
+            ("c", "198.18.0.1"),
+            ("d", "198.18.0.2")
+        ])
     );
+    assert_eq!(hosts_of(&t, 0)[2], named(&[("c", "198.18.0.11")])[0]);
     assert_everything_reachable(&t);
 }
 
