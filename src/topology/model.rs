@@ -33,6 +33,10 @@ pub struct Node {
     pub ready_timeout_ns: u64,
     /// A client: `run` waits for it to exit and collects its results.
     pub client: bool,
+    /// Whether paths between other nodes may pass through this node (`transit = false`: only
+    /// traffic to and from it does).
+    #[serde(default = "forwards")]
+    pub transit: bool,
     /// The node's interfaces, in the order of `segments`.
     pub interfaces: Vec<Interface>,
     /// Static routes to every address of every other node that is not on a shared segment;
@@ -40,7 +44,13 @@ pub struct Node {
     pub routes: Vec<Route>,
     /// What this node's `/etc/hosts` says: every node's name with the address this node
     /// reaches it by (`topology::routes`).
+    #[serde(default)]
     pub hosts: Vec<HostEntry>,
+}
+
+/// A lab's state written before `transit` existed describes nodes that forward.
+fn forwards() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use toml::de::DeTable;
 use toml::Spanned;
 
-const NODE_KEYS: [&str; 7] = [
+const NODE_KEYS: [&str; 8] = [
     "role",
     "config",
     "command",
@@ -19,6 +19,7 @@ const NODE_KEYS: [&str; 7] = [
     "ready_timeout",
     "env",
     "client",
+    "transit",
 ];
 
 /// How long `up` waits for a node's `ready` check unless the node says otherwise.
@@ -103,6 +104,10 @@ fn read_node(name: &str, value: &Value, diags: &mut Diags) -> Option<Node> {
         }
         None => Some(false),
     };
+    let transit = match table.get("transit") {
+        Some(value) => reader::boolean(value, "transit", diags),
+        None => Some(true),
+    };
     Some(Node {
         name: name.to_string(),
         program: program?,
@@ -110,6 +115,7 @@ fn read_node(name: &str, value: &Value, diags: &mut Diags) -> Option<Node> {
         ready,
         ready_timeout_ns: ready_timeout_ns?,
         client: client?,
+        transit: transit?,
         interfaces: Vec::new(),
         routes: Vec::new(),
         hosts: Vec::new(),

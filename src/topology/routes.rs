@@ -35,6 +35,8 @@ struct Path {
 ///
 /// U's name for another node V is V's address on the last segment of U's cheapest path to V;
 /// its name for itself, and for a node it cannot reach, is that node's first address.
+///
+/// Paths pass through no node marked `transit = false` (they may start or end there).
 pub(crate) fn compute_routes(nodes: &mut [Node], segments: &[Segment]) {
     // For each node, the segments it is on and its position among their members.
     let mut on: Vec<Vec<(usize, usize)>> = vec![Vec::new(); nodes.len()];
@@ -44,9 +46,10 @@ pub(crate) fn compute_routes(nodes: &mut [Node], segments: &[Segment]) {
         }
     }
     let subnets = Subnets::new(segments.iter().map(|s| (s.subnet, s.prefix_len)));
+    let transit: Vec<bool> = nodes.iter().map(|n| n.transit).collect();
     let computed: Vec<(Vec<Route>, Vec<HostEntry>)> = (0..nodes.len())
         .map(|source| {
-            let paths = shortest_paths(source, &on, segments);
+            let paths = shortest_paths(source, &on, &transit, segments);
             let routes = aggregate(routes_from(source, &paths, nodes, segments), &subnets);
             (routes, hosts_from(&paths, nodes))
         })
@@ -58,10 +61,11 @@ pub(crate) fn compute_routes(nodes: &mut [Node], segments: &[Segment]) {
 }
 
 /// Dijkstra from `source`: each node's cost and first hop (`None` for the source itself and
-/// for nodes it cannot reach).
+/// for nodes it cannot reach). Paths go on from no node that is not `transit`.
 fn shortest_paths(
     source: NodeId,
     on: &[Vec<(usize, usize)>],
+    transit: &[bool],
     segments: &[Segment],
 ) -> Vec<Option<Path>> {
     let mut best: Vec<Option<Path>> = vec![None; on.len()];
@@ -72,6 +76,9 @@ fn shortest_paths(
             continue;
         }
         done[node] = true;
+        if node != source && !transit[node] {
+            continue;
+        }
         for &(index, position) in &on[node] {
             let segment = &segments[index];
             let delay = segment.egress[position].delay_ns;
@@ -115,11 +122,15 @@ fn routes_from(
         if segment.members.contains(&source) {
             continue;
         }
+        // Through its nearest member that forwards, so the segment's other members are not
+        // reached through one that does not; through a member that does not only when no
+        // other is reachable.
         let nearest = segment
             .members
             .iter()
-            .filter_map(|&m| paths[m])
-            .min_by_key(|path| (path.cost, path.first_hop));
+            .filter_map(|&m| Some((!nodes[m].transit, paths[m]?)))
+            .min_by_key(|(stops, path)| (*stops, path.cost, path.first_hop))
+            .map(|(_, path)| path);
         let Some(Path {
             first_hop: (hop, via_segment),
             ..

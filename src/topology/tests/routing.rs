@@ -210,6 +210,51 @@ delay = "250ms"
     assert_everything_reachable(&t);
 }
 
+/// The same federation with a cloud that forwards nobody's traffic (`transit = false`): the
+/// FDNs reach each other over their own slow link, never through the cloud, and the cloud
+/// still reaches each FDN directly.
+#[test]
+fn no_path_passes_through_a_node_that_is_not_transit() {
+    let t = topology(
+        r#"name = "federation"
+[nodes.cloud]
+transit = false
+[nodes.fdn1]
+[nodes.fdn2]
+[[links]]
+endpoints = ["fdn1", "fdn2"]
+delay = "1000ms"
+[[links]]
+endpoints = ["fdn1", "cloud"]
+delay = "250ms"
+[[links]]
+endpoints = ["fdn2", "cloud"]
+delay = "250ms"
+"#,
+    );
+    let (cloud, fdn1, fdn2) = (0, 1, 2);
+    assert!(!t.nodes[cloud].transit && t.nodes[fdn1].transit);
+    // fdn2's address on fdn1-fdn2 (.2), and on fdn2-cloud (.9); the cloud's on it (.10).
+    assert_eq!(
+        hosts_of(&t, fdn1)[fdn2],
+        named(&[("fdn2", "198.18.0.2")])[0]
+    );
+    assert_eq!(
+        hosts_of(&t, cloud)[fdn2],
+        named(&[("fdn2", "198.18.0.9")])[0]
+    );
+    // fdn1 reaches the fdn2-cloud link through fdn2, not through the cloud.
+    assert_eq!(
+        t.nodes[fdn1].routes,
+        [route("198.18.0.8", 30, "198.18.0.2", "eth0")]
+    );
+    assert_everything_reachable(&t);
+    assert_eq!(
+        super::errors("name = \"t\"\n[nodes.a]\ntransit = \"no\"\n"),
+        "t.toml:3:11: `transit` must be true or false, not a string"
+    );
+}
+
 #[test]
 fn lower_delay_beats_fewer_hops() {
     // a-b is direct but slow; a-c-b takes two hops and 20ms. d hangs off b.
