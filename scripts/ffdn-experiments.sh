@@ -6,8 +6,9 @@
 #   caching/    deadline miss rate against the caching level (Figure 4)
 #   intensity/  against the workload intensity: 500, 625, 750 segments per 30 s, the paper's
 #               3 000, 3 750 and 4 500 per 3 minutes (Figure 5)
-#   latency/    against the one-way delay between FDNs, with 20 ms jitter (Figure 6): up to
-#               200 ms only, as the cloud reaches fdn2 and fdn3 over the federation links
+#   latency/    against the one-way delay between FDNs, with 20 ms jitter (Figure 6): 20 ms,
+#               then 500, 1 000 and 2 000 ms (a neighbour's segment 1-4 s away, the paper's
+#               axis); the cloud reaches every FDN over its own link and forwards nothing
 # usage: scripts/ffdn-experiments.sh [OUT_DIR] [TRACES] [EXPERIMENTS]
 #   default results/ffdn-experiments, traces 0,1,2,3,4, experiments methods,caching,intensity,latency
 # Each run takes ~40 s in real time; PARALLEL (default 3) run at once.
@@ -42,5 +43,5 @@ fi
 if wanted latency; then
   "$cdnlab" sweep "$topology" "${common[@]}" --out "$out/latency" --set fed_jitter=20ms \
     --vary method=cdn,i-fdn,deterministic-ffdn,robust-ffdn \
-    --vary fed_delay=20ms,100ms,200ms --plot deadline_miss_rate:fed_delay
+    --vary fed_delay=20ms,500ms,1000ms,2000ms --plot deadline_miss_rate:fed_delay
 fi
