@@ -247,11 +247,15 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 mod tests {
     use super::*;
     use hyper_util::rt::TokioExecutor;
+    use std::net::SocketAddr;
 
-    /// An HTTP/2 client that keeps its connection without asking anything loses it after the
-    /// idle time; while a request is in progress it keeps it.
-    #[tokio::test]
-    async fn an_idle_http2_connection_is_closed() {
+    /// A test server that closes connections idle for 300 ms (the idle time, returned), its
+    /// slow path `/slow` taking 900 ms.
+    async fn idle_test_server() -> (
+        SocketAddr,
+        Duration,
+        tokio::task::JoinHandle<io::Result<()>>,
+    ) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let handler = |request: Request<Incoming>| async move {
@@ -272,6 +276,14 @@ mod tests {
             idle,
             std::future::pending(),
         ));
+        (addr, idle, server)
+    }
+
+    /// An HTTP/2 client that keeps its connection without asking anything loses it after the
+    /// idle time; while a request is in progress it keeps it.
+    #[tokio::test]
+    async fn an_idle_http2_connection_is_closed() {
+        let (addr, _idle, server) = idle_test_server().await;
         let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         let (mut sender, connection) =
             hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
@@ -303,22 +315,7 @@ mod tests {
     #[tokio::test]
     async fn http1_clients_that_ask_nothing_are_closed() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let handler =
-            |_request: Request<Incoming>| async move { Response::new(Body::bytes(&b"ok"[..])) };
-        let options = ServeOptions {
-            role: "test",
-            access_log: false,
-        };
-        let idle = Duration::from_millis(300);
-        let server = tokio::spawn(serve_http_idle(
-            listener,
-            handler,
-            options,
-            idle,
-            std::future::pending(),
-        ));
+        let (addr, idle, server) = idle_test_server().await;
         // Reads until the server closes (Ok(0)) or resets; false if it is still open at `limit`.
         async fn closed_within(stream: &mut tokio::net::TcpStream, limit: Duration) -> bool {
             let mut buffer = [0u8; 1024];

@@ -150,14 +150,8 @@ endpoints = ["router", "server"]
     assert_everything_reachable(&t);
 }
 
-/// A node on several links is named, by each other node, by its address on the link the
-/// lowest-delay path enters it by: the cloud names fdn2 by fdn2's address on their own link,
-/// not by fdn2's first address (on the slow federation link, whose subnet the cloud would
-/// reach through fdn1).
-#[test]
-fn names_follow_the_lowest_delay_path() {
-    let t = topology(
-        r#"name = "federation"
+/// A cloud and two FDNs, each with its own link to the cloud, and a slow link between them.
+const FEDERATION: &str = r#"name = "federation"
 [nodes.cloud]
 [nodes.fdn1]
 [nodes.fdn2]
@@ -170,8 +164,15 @@ delay = "250ms"
 [[links]]
 endpoints = ["fdn2", "cloud"]
 delay = "250ms"
-"#,
-    );
+"#;
+
+/// A node on several links is named, by each other node, by its address on the link the
+/// lowest-delay path enters it by: the cloud names fdn2 by fdn2's address on their own link,
+/// not by fdn2's first address (on the slow federation link, whose subnet the cloud would
+/// reach through fdn1).
+#[test]
+fn names_follow_the_lowest_delay_path() {
+    let t = topology(FEDERATION);
     let index = |name: &str| t.nodes.iter().position(|n| n.name == name).unwrap();
     let address_on = |node: &str, segment: &str| {
         let segment = t.segments.iter().position(|s| s.name == segment).unwrap();
@@ -215,23 +216,7 @@ delay = "250ms"
 /// still reaches each FDN directly.
 #[test]
 fn no_path_passes_through_a_node_that_is_not_transit() {
-    let t = topology(
-        r#"name = "federation"
-[nodes.cloud]
-transit = false
-[nodes.fdn1]
-[nodes.fdn2]
-[[links]]
-endpoints = ["fdn1", "fdn2"]
-delay = "1000ms"
-[[links]]
-endpoints = ["fdn1", "cloud"]
-delay = "250ms"
-[[links]]
-endpoints = ["fdn2", "cloud"]
-delay = "250ms"
-"#,
-    );
+    let t = topology(&FEDERATION.replace("[nodes.cloud]\n", "[nodes.cloud]\ntransit = false\n"));
     let (cloud, fdn1, fdn2) = (0, 1, 2);
     assert!(!t.nodes[cloud].transit && t.nodes[fdn1].transit);
     // fdn2's address on fdn1-fdn2 (.2), and on fdn2-cloud (.9); the cloud's on it (.10).
