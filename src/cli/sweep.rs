@@ -2,6 +2,7 @@
 
 use super::{default_out_dir, failure, parse_duration, usage_error, Failure};
 use crate::lab::{interrupt, BackendChoice};
+use crate::sweep::REPEAT;
 use crate::topology::{self, LoadOptions};
 use std::path::PathBuf;
 
@@ -31,6 +32,11 @@ pub struct SweepArgs {
     /// tables and plots show the mean over them ± the 95% confidence interval.
     #[arg(long, value_name = "VARIABLE")]
     replicates: Option<String>,
+    /// Run every combination N times (labelled `repeat=1..N`, all combinations once before any
+    /// twice): tables and plots show the mean over the repeats ± the 95% confidence interval.
+    /// For scenarios with no workload of their own to vary; not with --replicates.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
     /// Link emulation of every run, as for `up`.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     link_backend: BackendChoice,
@@ -42,13 +48,25 @@ pub struct SweepArgs {
     replot: bool,
 }
 
-pub fn run(args: SweepArgs) -> Result<(), Failure> {
+pub fn run(mut args: SweepArgs) -> Result<(), Failure> {
     let plots = parse_plots(&args.plot)?;
     if let Some(var) = &args.replicates {
         check_replicates(var, &args.vary, &plots, &args.series)?;
     }
     parse_duration("--timeout", &args.timeout)?;
     check_combinations(&args)?;
+    if args.repeat > 1 {
+        check_repeat(
+            args.repeat,
+            args.replicates.as_deref(),
+            &args.vary,
+            &args.series,
+            &plots,
+        )?;
+        let repeats = (1..=args.repeat).map(|r| r.to_string()).collect();
+        args.vary.insert(0, (REPEAT.to_string(), repeats));
+        args.replicates = Some(REPEAT.to_string());
+    }
     let out = args.out.unwrap_or_else(|| default_out_dir("sweep"));
     interrupt::install();
     let report = crate::sweep::sweep(&crate::sweep::SweepOptions {
@@ -101,6 +119,31 @@ fn check_combinations(args: &SweepArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Repeats are the replicates, so no other variable may be, and `repeat` is theirs: no
+/// --vary, --series or --plot may name it.
+fn check_repeat(
+    repeat: u32,
+    replicates: Option<&str>,
+    vary: &[(String, Vec<String>)],
+    series: &str,
+    plots: &[(String, String)],
+) -> Result<(), Failure> {
+    if let Some(var) = replicates {
+        return Err(usage_error(format!(
+            "--repeat {repeat} with --replicates `{var}`: the repeats are the replicates; give one or the other"
+        )));
+    }
+    let named = vary.iter().any(|(k, _)| k == REPEAT)
+        || series == REPEAT
+        || plots.iter().any(|(_, x)| x == REPEAT);
+    if named {
+        return Err(usage_error(format!(
+            "--repeat {repeat}: `{REPEAT}` labels the repeats; it cannot be a --vary, --series or --plot variable"
+        )));
+    }
+    Ok(())
+}
+
 /// The replicate variable must be varied, or there is nothing to average over, and must be
 /// neither a plot's x nor the series, which would split its replicates apart again.
 fn check_replicates(
@@ -120,4 +163,36 @@ fn check_replicates(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(result: Result<(), Failure>) -> String {
+        match result {
+            Err(failure) => {
+                assert_eq!(failure.status, 2, "{}", failure.message);
+                failure.message
+            }
+            Ok(()) => panic!("no error"),
+        }
+    }
+
+    #[test]
+    fn repeats_are_refused_beside_other_replicates_or_where_repeat_is_named() {
+        let vary = vec![("internet_delay".to_string(), vec!["0ms".to_string()])];
+        let plots = vec![("startup_delay_s".to_string(), "internet_delay".to_string())];
+        assert!(check_repeat(5, None, &vary, "policy", &plots).is_ok());
+        assert!(
+            message(check_repeat(5, Some("trace"), &vary, "policy", &plots))
+                .contains("--repeat 5 with --replicates `trace`")
+        );
+        let mut named = vary.clone();
+        named.push((REPEAT.to_string(), vec!["1".to_string()]));
+        assert!(message(check_repeat(5, None, &named, "policy", &plots))
+            .contains("`repeat` labels the repeats"));
+        assert!(message(check_repeat(5, None, &vary, REPEAT, &plots))
+            .contains("`repeat` labels the repeats"));
+    }
 }

@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The pseudo-variable that labels `--repeat`'s runs: a column of `sweep.csv`, never passed to
+/// `cdnlab run`.
+pub const REPEAT: &str = "repeat";
+
 pub struct SweepOptions {
     pub topology: PathBuf,
     /// `--set` values every run gets.
@@ -115,15 +119,23 @@ fn start_run(
         .arg("--out")
         .arg(&dir)
         .args(&options.run_flags);
-    for (key, value) in options.set.iter().chain(run) {
-        command.arg("--set").arg(format!("{key}={value}"));
-    }
+    command.args(set_arguments(&options.set, run));
     command
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(err_log)
         .spawn()
         .map_err(|e| format!("cannot start run {index}: {e}"))
+}
+
+/// `--set KEY=VALUE` for every variable a run gets: the sweep's and its combination's, but not
+/// the repeat's label, which is no topology variable.
+fn set_arguments(set: &[(String, String)], run: &[(String, String)]) -> Vec<String> {
+    set.iter()
+        .chain(run)
+        .filter(|(key, _)| key != REPEAT)
+        .flat_map(|(key, value)| ["--set".to_string(), format!("{key}={value}")])
+        .collect()
 }
 
 fn collect(
@@ -190,4 +202,22 @@ fn collect(
         );
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeats_label_is_not_passed_to_the_run() {
+        let set = vec![("chunks".to_string(), "100".to_string())];
+        let run = vec![
+            (REPEAT.to_string(), "2".to_string()),
+            ("internet_delay".to_string(), "50ms".to_string()),
+        ];
+        assert_eq!(
+            set_arguments(&set, &run),
+            ["--set", "chunks=100", "--set", "internet_delay=50ms"]
+        );
+    }
 }
