@@ -2,7 +2,7 @@
 //!
 //! ```toml
 //! url = "http://urr/p/direct-rr/video/master.m3u8"   # or …/manifest.mpd; required
-//! abr = "mss"               # mss | throughput | bba | bola
+//! abr = "mss"               # mss | mss-unscaled | throughput | bba | bola
 //! buffer = "20s"            # P: the most media the player holds (tc time, or seconds)
 //! startup_segments = 1      # segments buffered before playback starts
 //! segments = 20             # play at most this many (default: every segment listed)

@@ -9,7 +9,7 @@
 use super::{bba::Bba, bola::Bola, mss::Mss, throughput::Throughput};
 
 /// The names [`make_abr`] accepts, as the scenario's `abr` variable spells them.
-pub const ABR_NAMES: &[&str] = &["mss", "throughput", "bba", "bola"];
+pub const ABR_NAMES: &[&str] = &["mss", "mss-unscaled", "throughput", "bba", "bola"];
 
 /// A bitrate ladder: the encoded bitrates of the qualities in bits per second, ascending. A
 /// quality is an index into it (0 is the lowest).
@@ -128,6 +128,7 @@ pub fn make_abr(name: &str, buffer_s: f64) -> Result<Box<dyn Abr>, String> {
     }
     match name {
         "mss" => Ok(Box::new(Mss::new(buffer_s))),
+        "mss-unscaled" => Ok(Box::new(Mss::unscaled())),
         "throughput" => Ok(Box::new(Throughput::new())),
         "bba" => Ok(Box::new(Bba::new(buffer_s))),
         "bola" => Ok(Box::new(Bola::new(buffer_s))),

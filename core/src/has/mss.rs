@@ -23,6 +23,8 @@
 //! threshold is scaled by P / 20 (P = 6 s: panic 2.1 s, lower 3.6 s, upper 5.1 s, steady from
 //! 4.35 s), keeping their places relative to the buffer. Rates, fractions, window sizes, the
 //! slope threshold (s/s) and the 5 s up-step pacing are not buffer levels and stay as they were.
+//! The rescale is this project's choice, not the paper's: [`Mss::unscaled`] (the `mss-unscaled`
+//! rate adaptation) keeps the original thresholds whatever the buffer, to show what it changes.
 //!
 //! Two details are kept as the source has them: the 5 s pacing counts seconds of *media
 //! downloaded* (equal to wall time once the buffer is full), and the "reset" after a step down
@@ -77,6 +79,8 @@ struct Pending {
 /// The Smooth Streaming heuristic (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct Mss {
+    /// `mss` or `mss-unscaled`, as [`make_abr`](super::make_abr) names it.
+    name: &'static str,
     panic_s: f64,
     lower_s: f64,
     upper_s: f64,
@@ -97,8 +101,18 @@ pub struct Mss {
 impl Mss {
     /// The heuristic for a buffer of `buffer_s` seconds (thresholds scaled by `buffer_s / 20`).
     pub fn new(buffer_s: f64) -> Mss {
-        let scale = buffer_s / REFERENCE_BUFFER_S;
+        Mss::with_threshold_scale(buffer_s / REFERENCE_BUFFER_S, "mss")
+    }
+
+    /// The heuristic with the original's thresholds (panic 7 s, lower 12 s, upper 17 s) whatever
+    /// the buffer: with a buffer under 14.5 s it never leaves the Buffering state.
+    pub fn unscaled() -> Mss {
+        Mss::with_threshold_scale(1.0, "mss-unscaled")
+    }
+
+    fn with_threshold_scale(scale: f64, name: &'static str) -> Mss {
         Mss {
+            name,
             panic_s: PANIC_S * scale,
             lower_s: LOWER_S * scale,
             upper_s: UPPER_S * scale,
@@ -245,6 +259,6 @@ impl Abr for Mss {
     }
 
     fn name(&self) -> &'static str {
-        "mss"
+        self.name
     }
 }

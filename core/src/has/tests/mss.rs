@@ -37,6 +37,7 @@ fn thresholds_scale_with_the_buffer() {
     assert_eq!(Mss::new(20.0).thresholds_s(), (7.0, 12.0, 17.0));
     let (panic, lower, upper) = Mss::new(6.0).thresholds_s();
     assert!((panic - 2.1).abs() < 1e-9 && (lower - 3.6).abs() < 1e-9 && (upper - 5.1).abs() < 1e-9);
+    assert_eq!(Mss::unscaled().thresholds_s(), (7.0, 12.0, 17.0));
 }
 
 #[test]

@@ -13,7 +13,10 @@ fn make_abr_knows_every_name_and_lists_them_on_a_typo() {
     }
     let error = make_abr("bolla", 20.0).err().unwrap();
     assert!(error.contains("`bolla`"), "{error}");
-    assert!(error.contains("mss, throughput, bba, bola"), "{error}");
+    assert!(
+        error.contains("mss, mss-unscaled, throughput, bba, bola"),
+        "{error}"
+    );
     assert!(make_abr("mss", 0.0).is_err());
     assert!(make_abr("mss", f64::NAN).is_err());
 }
