@@ -4,27 +4,30 @@
 # scripts/build-image.sh builds the image (CDNLAB_IMAGE, default cdnlab:latest); results go to
 # CDNLAB_RESULTS (default ./results/compose)/LAB/NODE. Every network's impairments are applied by
 # each container on it (`cdnlab container run`); scripts/set-delay.sh --compose NETWORK changes one.
-# usage: compose-timeline.sh LAB, right after `up -d` returned (the clients start last): each
-# event runs at its time from now, as `cdnlab run` runs it from the clients' start.
+# usage: SCRIPT LAB, right after `up -d` returned (the clients start last): each event runs
+# at its time from now, as `cdnlab run` runs it from the clients' start.
 # COMPOSE_PROJECT_NAME names the project (default: this directory's name, as compose's).
 set -euo pipefail
 project=${COMPOSE_PROJECT_NAME:-$(basename "$PWD" | tr 'A-Z' 'a-z' | tr -cd 'a-z0-9')}
+scope=(--filter "label=com.docker.compose.project=$project")
+net_prefix=${project}_
 # The project's containers of one service (`-a`: stopped ones too).
 service() {
   local all=()
   [[ $1 == -a ]] && { all=(-a); shift; }
   local ids
-  ids=$(docker ps -q "${all[@]}" --filter "label=com.docker.compose.project=$project" \
-    --filter "label=com.docker.compose.service=$1")
+  ids=$(docker ps -q "${all[@]}" "${scope[@]}" --filter "label=com.docker.compose.service=$1")
   [[ -n $ids ]] || { echo "no container of service $1 in project $project" >&2; exit 1; }
   echo "$ids"
 }
+stop_service() { docker stop $(service "$1"); }
+start_service() { docker start $(service -a "$1"); }
+signal_service() { docker kill -s USR1 $(service "$1"); }
 # Changes network NET in every running container on it (each applies its side).
 link_set() {
   local net=$1 c
   shift
-  for c in $(docker ps -q --filter "label=com.docker.compose.project=$project" \
-      --filter "network=${project}_$net"); do
+  for c in $(docker ps -q "${scope[@]}" --filter "network=$net_prefix$net"); do
     docker exec "$c" cdnlab container link set "$net" "$@"
   done
 }
@@ -40,7 +43,7 @@ case ${1:-} in
     at 45000000000 45s; link_set icn-core-site1 --rate 1mbit
     ;;
   replication)
-    at 30000000000 30s; docker kill -s USR1 $(service replication-load)
+    at 30000000000 30s; signal_service replication-load
     ;;
   *) echo "usage: $0 LAB (one of: icn, replication)" >&2; exit 2 ;;
 esac

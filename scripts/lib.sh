@@ -43,3 +43,27 @@ compose_link_set() {
     docker exec "$c" cdnlab container link set "$net" "$@"
   done
 }
+
+# The running containers of Swarm stack STACK on its network NET, on this host (a container on
+# another host is changed by running the same command there).
+swarm_containers() {
+  local stack=$1 net=$2
+  if ! docker network inspect "${stack}_$net" >/dev/null 2>&1; then
+    echo "no network \`$net\` of stack $stack on this host (is the stack deployed?)" >&2
+    return 1
+  fi
+  docker ps -q --filter "label=com.docker.stack.namespace=$stack" --filter "network=${stack}_$net"
+}
+
+# Changes network NET of stack STACK in every container on it on this host, e.g.
+# `swarm_link_set icdn internet --delay 200ms`.
+swarm_link_set() {
+  local stack=$1 net=$2 containers c
+  shift 2
+  containers=$(swarm_containers "$stack" "$net") || exit 1
+  [[ -n $containers ]] || { echo "no running container of stack $stack is on network \`$net\` on this host" >&2; exit 1; }
+  for c in $containers; do
+    printf '%s: ' "$(docker inspect -f '{{.Name}}' "$c" | sed 's,^/,,')"
+    docker exec "$c" cdnlab container link set "$net" "$@"
+  done
+}

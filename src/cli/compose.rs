@@ -1,5 +1,5 @@
 //! `cdnlab compose TOPOLOGY [PROFILE=TOPOLOGY]… [--set K=V]… [--out FILE]`: a compose file
-//! for topologies (see `compose`).
+//! for topologies; with `--swarm`, a Docker Swarm stack file for one (see `compose`).
 
 use super::{usage_error, Failure};
 use crate::compose;
@@ -23,6 +23,18 @@ pub struct ComposeArgs {
     /// `up -d`), which compose cannot.
     #[arg(long, value_name = "FILE")]
     timeline_script: Option<PathBuf>,
+    /// Write a Docker Swarm stack file (`docker stack deploy -c FILE LAB`) of one topology:
+    /// overlay networks, addresses learned at start-up, certificates as secrets, placement.
+    #[arg(long)]
+    swarm: bool,
+    /// With --swarm: place the nodes that name no `host` on N host classes (`h1`..`hN`, the
+    /// Swarm nodes labelled `cdnlab.host=hK`), neighbours together.
+    #[arg(long, value_name = "N", requires = "swarm", value_parser = clap::value_parser!(u16).range(1..))]
+    hosts: Option<u16>,
+    /// With --swarm: where the nodes' certificates are issued, which the stack's secrets name
+    /// (default: `certs-LAB` beside the output file). Kept if already there.
+    #[arg(long, value_name = "DIR", requires = "swarm")]
+    certs: Option<PathBuf>,
 }
 
 pub fn run(args: ComposeArgs) -> Result<(), Failure> {
@@ -41,7 +53,28 @@ pub fn run(args: ComposeArgs) -> Result<(), Failure> {
             )));
         }
     }
-    let generated = compose::generate(&inputs).map_err(usage_error)?;
+    let target = if args.swarm {
+        let lab = &inputs[0].topology.name;
+        let beside = args
+            .out
+            .as_deref()
+            .and_then(|p| p.parent())
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        let certs = args
+            .certs
+            .clone()
+            .unwrap_or_else(|| beside.join(format!("certs-{lab}")));
+        let certs = std::path::absolute(&certs)
+            .map_err(|e| usage_error(format!("--certs {}: {e}", certs.display())))?;
+        compose::Target::Swarm(compose::swarm::SwarmOptions {
+            certs,
+            hosts: args.hosts.map(usize::from),
+        })
+    } else {
+        compose::Target::Compose
+    };
+    let generated = compose::generate(&inputs, &target).map_err(usage_error)?;
     if let Some(path) = &args.timeline_script {
         let Some(script) = &generated.timeline_script else {
             return Err(usage_error(

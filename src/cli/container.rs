@@ -4,10 +4,11 @@
 
 use super::topology_args::EmulationArgs;
 use super::{failure, parse_duration, usage_error, Failure};
-use crate::container::entry::{self, Program, RunOptions};
+use crate::container::entry::{self, DirectoryOptions, Program, RunOptions};
 use crate::container::links::{self, state_dir, ContainerState};
 use crate::container::spec::{
-    attach_senders, parse_net, parse_route, parse_sender, NetSpec, RouteSpec, SenderSpec,
+    parse_host, parse_net, parse_route, parse_sender, HostSpec, NetSpec, RouteSpec, SenderSpec,
+    Subnet,
 };
 use crate::lab;
 use crate::topology::ChangeFlags;
@@ -62,12 +63,32 @@ pub struct RunArgs {
     #[arg(long = "net", value_name = "NAME=SUBNET[,KEY=VALUE...]", value_parser = parse_net)]
     nets: Vec<NetSpec>,
     /// Traffic on network NAME from member ADDRESS has impairments of its own:
-    /// `NAME=ADDRESS[,KEY=VALUE...]` (a LAN whose members send at different rates). Repeatable.
+    /// `NAME=ADDRESS[,KEY=VALUE...]` (a LAN whose members send at different rates); with
+    /// `--directory`, ADDRESS may be the member's node name. Repeatable.
     #[arg(long = "net-from", value_name = "NAME=ADDRESS[,KEY=VALUE...]", value_parser = parse_sender)]
     senders: Vec<SenderSpec>,
-    /// A static route, `SUBNET=GATEWAY`. Repeatable.
+    /// A static route, `SUBNET=GATEWAY`; with `--directory`, GATEWAY may be a peer's node
+    /// name. Repeatable.
     #[arg(long = "route", value_name = "SUBNET=GATEWAY", value_parser = parse_route)]
     routes: Vec<RouteSpec>,
+    /// In a Swarm stack: the directory network's subnet, where this container serves its card
+    /// and asks for others' (their addresses, whether they are ready).
+    #[arg(long, value_name = "SUBNET", value_parser = Subnet::parse, requires = "node")]
+    directory: Option<Subnet>,
+    /// This container's node (its certificate's name).
+    #[arg(long, requires = "directory")]
+    node: Option<String>,
+    /// Where `ca.pem`, `NODE.pem` and `NODE.key` are (the stack's secrets).
+    #[arg(long, default_value = "/run/secrets", requires = "directory")]
+    certs: PathBuf,
+    /// `/etc/hosts` names NODE by its address on network NET (needs `--directory`).
+    /// Repeatable.
+    #[arg(long = "host", value_name = "NODE@NET", value_parser = parse_host)]
+    hosts: Vec<HostSpec>,
+    /// Start the program only once these nodes are ready, comma-separated (needs
+    /// `--directory`).
+    #[arg(long, value_delimiter = ',', value_name = "NODE,...")]
+    wait_for: Vec<String>,
     #[command(flatten)]
     emulation: EmulationArgs,
     /// The cdnlab role to run (ucs, dcs, urr, drr, has-client, probe).
@@ -136,11 +157,21 @@ fn run_container(args: RunArgs) -> Result<(), Failure> {
         _ if !args.command.is_empty() => Program::Command(args.command),
         _ => Program::Nothing,
     };
-    let mut nets = args.nets;
-    attach_senders(&mut nets, args.senders).map_err(usage_error)?;
+    let directory = match (args.directory, args.node) {
+        (Some(subnet), Some(node)) => Some(DirectoryOptions {
+            subnet,
+            node,
+            certs: args.certs,
+        }),
+        _ => None,
+    };
     let status = entry::run(&RunOptions {
-        nets,
+        nets: args.nets,
+        senders: args.senders,
         routes: args.routes,
+        hosts: args.hosts,
+        directory,
+        wait_for: args.wait_for,
         link_backend: args.emulation.link_backend,
         seed: args.emulation.seed,
         program,

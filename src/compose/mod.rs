@@ -3,14 +3,19 @@
 //! run` with the node's networks (one compose network per link or LAN, with the segment's
 //! impairments), its routes and its role; clients run once and write results to a bind mount.
 //! What compose cannot express is said in the file: timeline events become commented commands,
-//! a `ready` command is refused.
+//! a `ready` command is refused. `--swarm` writes a Docker Swarm stack of one topology instead
+//! (`swarm`): overlays whose addresses the containers learn from each other's cards, secrets,
+//! placement, and a timeline's `start` refused.
 
 pub mod plan;
 mod service;
+pub mod swarm;
 mod timeline;
 pub mod yaml;
 
-use crate::topology::{self, LoadOptions, Program, Ready, Topology, DEFERRED_CLOSE, DEFERRED_OPEN};
+use crate::topology::{
+    self, LoadOptions, Program, Ready, TimelineAction, Topology, DEFERRED_CLOSE, DEFERRED_OPEN,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use yaml::{Map, Yaml};
@@ -94,6 +99,13 @@ const IMAGE: &str = "${CDNLAB_IMAGE:-cdnlab:latest}";
 /// Where results go on the host.
 const RESULTS: &str = "${CDNLAB_RESULTS:-./results/compose}";
 
+/// What `cdnlab compose` writes: a compose file, or a Swarm stack file (`--swarm`).
+#[derive(Debug, Clone)]
+pub enum Target {
+    Compose,
+    Swarm(swarm::SwarmOptions),
+}
+
 /// What `cdnlab compose` writes.
 #[derive(Debug)]
 pub struct Generated {
@@ -102,9 +114,21 @@ pub struct Generated {
     pub timeline_script: Option<String>,
 }
 
-/// The compose file for `inputs`, in order, and the script of their timelines. Errors name the
-/// topology file and what in it has no compose form.
-pub fn generate(inputs: &[Input]) -> Result<Generated, String> {
+/// The compose file for `inputs`, in order, and the script of their timelines; for a Swarm
+/// `target`, the stack file of one topology (its certificates issued). Errors name the
+/// topology file and what in it has no compose or stack form.
+pub fn generate(inputs: &[Input], target: &Target) -> Result<Generated, String> {
+    let swarm = match target {
+        Target::Compose => None,
+        Target::Swarm(options) => Some(options),
+    };
+    if swarm.is_some() && (inputs.len() != 1 || inputs[0].profile.is_some()) {
+        return Err(
+            "--swarm: a stack holds one topology without a profile (deploy each topology as \
+             a stack of its own)"
+                .into(),
+        );
+    }
     let mut profiles = BTreeSet::new();
     for input in inputs {
         if let Some(profile) = &input.profile {
@@ -118,13 +142,31 @@ pub fn generate(inputs: &[Input]) -> Result<Generated, String> {
         }
     }
     let mut allocator = plan::Allocator::default();
-    let mut doc: Map = vec![(header(inputs), Yaml::Plain(String::new()))];
+    let header = header(inputs, swarm.is_some());
+    let mut doc: Map = vec![(header.clone(), Yaml::Plain(String::new()))];
     let (mut services, mut networks, mut volumes) = (Map::new(), Map::new(), Map::new());
+    let mut secrets = Map::new();
     let (mut arms, mut timed_labs) = (Vec::new(), Vec::new());
     for input in inputs {
         let fail = |e: String| format!("{}: {e}", input.source);
-        check(&input.topology).map_err(fail)?;
-        let topology = plan::readdress(&input.topology, &mut allocator).map_err(fail)?;
+        check(&input.topology, swarm.is_some()).map_err(fail)?;
+        let hosts = swarm.map_or(0, |o| o.hosts.unwrap_or(1).max(1));
+        let topology = plan::readdress(&input.topology, &mut allocator, hosts).map_err(fail)?;
+        let plan = match swarm {
+            None => None,
+            Some(options) => {
+                swarm::issue_certs(&options.certs, &topology).map_err(fail)?;
+                Some(swarm::Plan {
+                    directory: allocator.take(topology.nodes.len() + hosts).map_err(fail)?,
+                    placement: swarm::placement(&topology, options.hosts),
+                    certs: options.certs.clone(),
+                })
+            }
+        };
+        let plan = plan.as_ref();
+        if let Some(plan) = plan {
+            secrets.extend(swarm::secrets(&topology, plan));
+        }
         let names = service::Names::new(input.profile.as_deref());
         let env = EnvVars {
             vars: &topology.vars,
@@ -135,25 +177,28 @@ pub fn generate(inputs: &[Input]) -> Result<Generated, String> {
             timed_labs.push(topology.name.clone());
         }
         services.push((
-            section(input, &topology, &names),
+            section(input, &topology, &names, swarm.is_some()),
             Yaml::Plain(String::new()),
         ));
-        services.extend(service::services(&topology, &names, &env));
-        networks.extend(service::networks(&topology, &names));
-        volumes.extend(service::volumes(&topology, &names));
+        services.extend(service::services(&topology, &names, &env, plan));
+        networks.extend(service::networks(&topology, &names, plan));
+        volumes.extend(service::volumes(&topology, &names, plan));
     }
     doc.push(("services".into(), Yaml::Map(services)));
     doc.push(("networks".into(), Yaml::Map(networks)));
-    doc.push(("volumes".into(), Yaml::Map(volumes)));
-    let header = header(inputs);
+    if swarm.is_some() {
+        doc.push(("secrets".into(), Yaml::Map(secrets)));
+    } else {
+        doc.push(("volumes".into(), Yaml::Map(volumes)));
+    }
     Ok(Generated {
-        timeline_script: timeline::script(&header, &arms, &timed_labs),
+        timeline_script: timeline::script(&header, &arms, &timed_labs, swarm.is_some()),
         compose: yaml::write(&doc),
     })
 }
 
-/// What has no compose form.
-fn check(topology: &Topology) -> Result<(), String> {
+/// What has no compose form, and (`swarm`) what has no stack form.
+fn check(topology: &Topology, swarm: bool) -> Result<(), String> {
     for node in &topology.nodes {
         if let Some(Ready::Command(_)) = node.ready {
             return Err(format!(
@@ -163,10 +208,43 @@ fn check(topology: &Topology) -> Result<(), String> {
             ));
         }
     }
+    if swarm {
+        for event in &topology.timeline {
+            if let TimelineAction::StartNode { node } = event.action {
+                return Err(format!(
+                    "the timeline's `start = \"{}\"` at {} has no Swarm form: a task started \
+                     again gets new addresses, which the other nodes' routes do not follow",
+                    topology.nodes[node].name,
+                    netem::units::format_duration_ns(event.at_ns)
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
-fn header(inputs: &[Input]) -> String {
+fn header(inputs: &[Input], swarm: bool) -> String {
+    if swarm {
+        let lab = &inputs[0].topology.name;
+        return format!(
+            "# Generated by `cdnlab compose --swarm` from {}: a Docker Swarm stack. Edit the \
+             topology file and generate it again, not this file.\n\
+             #\n\
+             # scripts/build-image.sh builds the image (CDNLAB_IMAGE, default cdnlab:latest) on \
+             every host; then\n\
+             #   mkdir -p \"${{CDNLAB_RESULTS:-./results/compose}}/{lab}\"   # on every host: \
+             Swarm binds only existing directories\n\
+             #   docker stack deploy -c THIS_FILE {lab}\n\
+             # Swarm picks the addresses: each container learns its peers' on the `{}` \
+             network\n\
+             # (its card, served on the control plane) and starts its program once the nodes \
+             it needs are ready.\n\
+             # scripts/set-delay.sh --swarm {lab} NETWORK changes a link; `docker stack rm {lab}` \
+             removes it all.",
+            inputs[0].source,
+            swarm::DIRECTORY
+        );
+    }
     let sources: Vec<String> = inputs
         .iter()
         .map(|i| match &i.profile {
@@ -189,7 +267,7 @@ fn header(inputs: &[Input]) -> String {
 }
 
 /// The comment that opens a topology's services: how to run it, its variables, its timeline.
-fn section(input: &Input, topology: &Topology, names: &service::Names) -> String {
+fn section(input: &Input, topology: &Topology, names: &service::Names, swarm: bool) -> String {
     let clients: Vec<String> = topology
         .nodes
         .iter()
@@ -199,6 +277,7 @@ fn section(input: &Input, topology: &Topology, names: &service::Names) -> String
     // `up` with a profile also starts the services that have none: naming the clients
     // starts only them and what they depend on.
     let up = match &input.profile {
+        _ if swarm => format!("docker stack deploy -c THIS_FILE {}", topology.name),
         Some(p) => format!("docker compose --profile {p} up -d {}", clients.join(" ")),
         None => "docker compose up -d".into(),
     };
@@ -231,7 +310,7 @@ fn section(input: &Input, topology: &Topology, names: &service::Names) -> String
             fixed.join(", ")
         );
     }
-    for line in timeline::commands(topology, names) {
+    for line in timeline::commands(topology, names, swarm) {
         text += &format!("\n# {line}");
     }
     text

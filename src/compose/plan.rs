@@ -26,7 +26,7 @@ impl Default for Allocator {
 impl Allocator {
     /// The smallest subnet with room for the network and broadcast addresses, Docker's bridge
     /// and `members` hosts (at least a /29).
-    fn take(&mut self, members: usize) -> Result<(Ipv4Addr, u8), String> {
+    pub fn take(&mut self, members: usize) -> Result<(Ipv4Addr, u8), String> {
         let needed = members as u64 + 3;
         let size = needed.next_power_of_two().max(8);
         let prefix = 32 - size.trailing_zeros() as u8;
@@ -49,11 +49,18 @@ pub fn gateway(subnet: Ipv4Addr) -> Ipv4Addr {
 }
 
 /// The topology with every segment on a subnet from `allocator`, member i of a segment at the
-/// subnet's (i + 2)-th address, and routes computed again.
-pub fn readdress(topology: &Topology, allocator: &mut Allocator) -> Result<Topology, String> {
+/// subnet's (i + 2)-th address, and routes computed again. `load_balancers`: how many more
+/// addresses a segment may need, at most one per member (a Swarm overlay takes one on each
+/// host with a task on it; 0 for a compose file).
+pub fn readdress(
+    topology: &Topology,
+    allocator: &mut Allocator,
+    load_balancers: usize,
+) -> Result<Topology, String> {
     let mut out = topology.clone();
     for (index, segment) in out.segments.iter_mut().enumerate() {
-        let (subnet, prefix) = allocator.take(segment.members.len())?;
+        let members = segment.members.len();
+        let (subnet, prefix) = allocator.take(members + load_balancers.min(members))?;
         segment.subnet = subnet;
         segment.prefix_len = prefix;
         for (position, &member) in segment.members.iter().enumerate() {
@@ -97,7 +104,7 @@ members = ["a", "b", "c"]
     fn segments_get_subnets_above_the_bridge_and_routes_follow() {
         let lab = parse(LAN_AND_LINK, "t.toml", &LoadOptions::default()).unwrap();
         let mut allocator = Allocator::default();
-        let t = readdress(&lab, &mut allocator).unwrap();
+        let t = readdress(&lab, &mut allocator, 0).unwrap();
         let subnets: Vec<String> = t
             .segments
             .iter()
@@ -112,8 +119,12 @@ members = ["a", "b", "c"]
         assert_eq!(d.routes[0].dst, Ipv4Addr::new(198, 18, 0, 8));
         assert_eq!(d.routes[0].via, Ipv4Addr::new(198, 18, 0, 2));
         // A second topology in the same file continues after the first.
-        let again = readdress(&lab, &mut allocator).unwrap();
+        let again = readdress(&lab, &mut allocator, 0).unwrap();
         assert_eq!(again.segments[0].subnet, Ipv4Addr::new(198, 18, 0, 16));
+        // Room for a Swarm overlay's load balancer on each of three hosts: the LAN's 3 members
+        // and 3 more need a /28.
+        let swarm = readdress(&lab, &mut allocator, 3).unwrap();
+        assert_eq!(swarm.segments[1].prefix_len, 28);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! One topology's services, networks and volumes in a compose file.
 
 use super::plan::gateway;
+use super::swarm::{self, Plan};
 use super::yaml::{Map, Yaml};
 use super::{runs_program, EnvVars, IMAGE, RESULTS};
 use crate::container::spec::impairment_keys;
@@ -59,14 +60,15 @@ fn role_nodes(topology: &Topology) -> Vec<&Node> {
         .collect()
 }
 
-pub fn services(topology: &Topology, names: &Names, env: &EnvVars) -> Map {
+/// The services of one topology; with a Swarm `plan`, a stack's (`swarm`).
+pub fn services(topology: &Topology, names: &Names, env: &EnvVars, plan: Option<&Plan>) -> Map {
     let mut out = Map::new();
     let roles = role_nodes(topology);
-    if !roles.is_empty() {
+    if !roles.is_empty() && plan.is_none() {
         out.push((names.certs(), certs_service(topology, &roles, names)));
     }
     for node in &topology.nodes {
-        let service = node_service(topology, node, names, env);
+        let service = node_service(topology, node, names, env, plan);
         out.push((names.service(&node.name), Yaml::Map(service)));
     }
     out
@@ -105,7 +107,13 @@ fn certs_service(topology: &Topology, roles: &[&Node], names: &Names) -> Yaml {
     Yaml::Map(service)
 }
 
-fn node_service(topology: &Topology, node: &Node, names: &Names, env: &EnvVars) -> Map {
+fn node_service(
+    topology: &Topology,
+    node: &Node,
+    names: &Names,
+    env: &EnvVars,
+    plan: Option<&Plan>,
+) -> Map {
     let is_role = matches!(node.program, Program::Role { .. });
     let mut service = vec![pair("image", s(IMAGE))];
     if let Some(profile) = names.profile() {
@@ -123,10 +131,12 @@ fn node_service(topology: &Topology, node: &Node, names: &Names, env: &EnvVars) 
             Yaml::Flow(vec![s("net.ipv4.ip_forward=1")]),
         ));
     }
-    service.push(pair("restart", s("no")));
-    let depends = depends_on(topology, node, names);
-    if !depends.is_empty() {
-        service.push(pair("depends_on", Yaml::Map(depends)));
+    if plan.is_none() {
+        service.push(pair("restart", s("no")));
+        let depends = depends_on(topology, node, names);
+        if !depends.is_empty() {
+            service.push(pair("depends_on", Yaml::Map(depends)));
+        }
     }
     if runs_program(&node.program) {
         let mut environment = vec![
@@ -135,96 +145,173 @@ fn node_service(topology: &Topology, node: &Node, names: &Names, env: &EnvVars) 
             pair("CDNLAB_OUT_DIR", s(format!("/results/{}", node.name))),
         ];
         if is_role {
-            environment.push(pair("CDNLAB_CERTS", s("/certs")));
+            let certs = if plan.is_some() {
+                swarm::SECRETS_DIR
+            } else {
+                "/certs"
+            };
+            environment.push(pair("CDNLAB_CERTS", s(certs)));
         }
         environment.extend(node.env.iter().map(|(k, v)| pair(k, s(env.text(v)))));
         service.push(pair("environment", Yaml::Map(environment)));
         let mut volumes = vec![Yaml::Str(format!("{RESULTS}/{}:/results", topology.name))];
-        if is_role {
+        if is_role && plan.is_none() {
             volumes.push(s(format!("{}:/certs:ro", names.certs_volume(&node.name))));
         }
         service.push(pair("volumes", Yaml::List(volumes)));
     }
-    // Setting up links and routes takes a few seconds on a loaded machine; the program then
-    // gets its `ready_timeout`.
-    let retries = node.ready_timeout_ns.div_ceil(1_000_000_000) + 30;
-    service.push(pair(
-        "healthcheck",
-        Yaml::Map(vec![
-            pair(
-                "test",
-                Yaml::Flow(vec![s("CMD"), s("cdnlab"), s("container"), s("ready")]),
-            ),
-            pair("interval", s("1s")),
-            pair("timeout", s("2s")),
-            pair("retries", Yaml::Plain(retries.to_string())),
-        ]),
-    ));
-    let hosts = node
-        .hosts
+    if plan.is_some() {
+        // Every node serves its card on the control plane, so every node has a certificate.
+        service.push(pair("secrets", swarm::service_secrets(node)));
+    }
+    // Swarm puts a task in its peers' DNS only once it is healthy, and a container that
+    // waits for its peers' cards would never be: in a stack the cards' `ready` gates start-up
+    // instead, and the task has no healthcheck.
+    if plan.is_none() {
+        // Setting up links and routes takes a few seconds on a loaded machine; the program then
+        // gets its `ready_timeout`.
+        let retries = node.ready_timeout_ns.div_ceil(1_000_000_000) + 30;
+        service.push(pair(
+            "healthcheck",
+            Yaml::Map(vec![
+                pair(
+                    "test",
+                    Yaml::Flow(vec![s("CMD"), s("cdnlab"), s("container"), s("ready")]),
+                ),
+                pair("interval", s("1s")),
+                pair("timeout", s("2s")),
+                pair("retries", Yaml::Plain(retries.to_string())),
+            ]),
+        ));
+        let hosts = node
+            .hosts
+            .iter()
+            .map(|h| s(format!("{}:{}", h.name, h.addr)));
+        service.push(pair("extra_hosts", Yaml::Flow(hosts.collect())));
+    }
+    let mut networks: Map = node
+        .interfaces
         .iter()
-        .map(|h| s(format!("{}:{}", h.name, h.addr)));
-    service.push(pair("extra_hosts", Yaml::Flow(hosts.collect())));
-    service.push(pair(
-        "networks",
-        Yaml::Map(
-            node.interfaces
-                .iter()
-                .map(|iface| {
-                    let segment = &topology.segments[iface.segment];
-                    pair(
-                        &names.network(&segment.name),
-                        Yaml::Map(vec![pair("ipv4_address", s(iface.addr.to_string()))]),
-                    )
-                })
-                .collect(),
-        ),
-    ));
+        .map(|iface| {
+            let segment = &topology.segments[iface.segment];
+            // Swarm picks the address: the container learns its peers' from the directory.
+            let address = match plan {
+                None => vec![pair("ipv4_address", s(iface.addr.to_string()))],
+                Some(_) => Vec::new(),
+            };
+            pair(&names.network(&segment.name), Yaml::Map(address))
+        })
+        .collect();
+    if plan.is_some() {
+        networks.push(swarm::directory_attachment(node));
+    }
+    service.push(pair("networks", Yaml::Map(networks)));
     service.push(pair(
         "command",
-        Yaml::List(command(topology, node, names, env)),
+        Yaml::List(command(topology, node, names, env, plan)),
     ));
+    if let Some(plan) = plan {
+        service.push(pair("deploy", swarm::deploy(node, plan)));
+    }
     service
 }
 
-/// Roles start once the plain routers are up (their paths exist, as in a lab, where every
-/// link is up before any program starts); clients once every other node is ready.
+/// The nodes that must be ready before `node`'s program starts: the plain routers for a role
+/// (their paths exist, as in a lab, where every link is up before any program starts); every
+/// other node for a client; none for a router.
+fn prerequisites<'a>(topology: &'a Topology, node: &Node) -> Vec<&'a Node> {
+    if !runs_program(&node.program) {
+        return Vec::new();
+    }
+    topology
+        .nodes
+        .iter()
+        .filter(|other| {
+            let wanted = if node.client {
+                !other.client
+            } else {
+                !runs_program(&other.program)
+            };
+            wanted && other.name != node.name
+        })
+        .collect()
+}
+
+/// `depends_on`: the certificates for a role, and the prerequisites healthy.
 fn depends_on(topology: &Topology, node: &Node, names: &Names) -> Map {
     let mut depends = Map::new();
-    let healthy = || Yaml::Map(vec![pair("condition", s("service_healthy"))]);
     if matches!(node.program, Program::Role { .. }) {
         depends.push((
             names.certs(),
             Yaml::Map(vec![pair("condition", s("service_completed_successfully"))]),
         ));
     }
-    if !runs_program(&node.program) {
-        return depends;
-    }
-    for other in &topology.nodes {
-        let wanted = if node.client {
-            !other.client
-        } else {
-            !runs_program(&other.program)
-        };
-        if wanted && other.name != node.name {
-            depends.push((names.service(&other.name), healthy()));
-        }
+    let healthy = || Yaml::Map(vec![pair("condition", s("service_healthy"))]);
+    for other in prerequisites(topology, node) {
+        depends.push((names.service(&other.name), healthy()));
     }
     depends
 }
 
-/// `cdnlab container run` with the node's networks, routes and program.
-fn command(topology: &Topology, node: &Node, names: &Names, env: &EnvVars) -> Vec<Yaml> {
+/// The node that has `addr` on one of its segments, and that segment.
+fn holder(topology: &Topology, addr: std::net::Ipv4Addr) -> Option<(&Node, usize)> {
+    topology.nodes.iter().find_map(|n| {
+        n.interfaces
+            .iter()
+            .find(|i| i.addr == addr)
+            .map(|i| (n, i.segment))
+    })
+}
+
+/// `cdnlab container run` with the node's networks, routes and program; in a stack, peers
+/// are named where a compose file gives their addresses.
+fn command(
+    topology: &Topology,
+    node: &Node,
+    names: &Names,
+    env: &EnvVars,
+    plan: Option<&Plan>,
+) -> Vec<Yaml> {
     let mut argv = vec![s("container"), s("run")];
     for iface in &node.interfaces {
-        argv.extend(net_flags(topology, iface.segment, node, names));
+        argv.extend(net_flags(
+            topology,
+            iface.segment,
+            node,
+            names,
+            plan.is_some(),
+        ));
     }
     for route in &node.routes {
+        let via = match (plan, holder(topology, route.via)) {
+            (Some(_), Some((gateway, _))) => gateway.name.clone(),
+            _ => route.via.to_string(),
+        };
         argv.push(s(format!(
-            "--route={}/{}={}",
-            route.dst, route.prefix_len, route.via
+            "--route={}/{}={via}",
+            route.dst, route.prefix_len
         )));
+    }
+    if let Some(plan) = plan {
+        argv.extend(swarm::directory_flags(node, plan));
+        // Names cost a card each at start-up: in a stack, the nodes that run a program are
+        // named in the containers that run one, not every node in every container.
+        let hosts = node.hosts.iter().filter(|_| runs_program(&node.program));
+        for host in hosts {
+            if let Some((named, segment)) = holder(topology, host.addr) {
+                if runs_program(&named.program) {
+                    let network = names.network(&topology.segments[segment].name);
+                    argv.push(s(format!("--host={}@{network}", host.name)));
+                }
+            }
+        }
+        let waits: Vec<&str> = prerequisites(topology, node)
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
+        if !waits.is_empty() {
+            argv.push(s(format!("--wait-for={}", waits.join(","))));
+        }
     }
     if let Some(Ready::Tcp(port)) = node.ready {
         argv.push(s(format!("--ready-tcp={port}")));
@@ -252,7 +339,13 @@ fn command(topology: &Topology, node: &Node, names: &Names, env: &EnvVars) -> Ve
 /// `--net` with what this member sends onto the segment, and `--net-from` for each member
 /// that sends with other impairments (the userspace backend holds arriving packets as their
 /// sender's impairments say).
-fn net_flags(topology: &Topology, index: usize, node: &Node, names: &Names) -> Vec<Yaml> {
+fn net_flags(
+    topology: &Topology,
+    index: usize,
+    node: &Node,
+    names: &Names,
+    by_name: bool,
+) -> Vec<Yaml> {
     let segment = &topology.segments[index];
     let network = names.network(&segment.name);
     let address_on = |member: usize| {
@@ -291,21 +384,26 @@ fn net_flags(topology: &Topology, index: usize, node: &Node, names: &Names) -> V
     ))];
     for (i, &member) in segment.members.iter().enumerate() {
         if i != me && segment.egress[i] != segment.egress[me] {
-            flags.push(s(format!(
-                "--net-from={network}={}{}",
-                address_on(member),
-                keys(i)
-            )));
+            let sender = if by_name {
+                topology.nodes[member].name.clone()
+            } else {
+                address_on(member).to_string()
+            };
+            flags.push(s(format!("--net-from={network}={sender}{}", keys(i))));
         }
     }
     flags
 }
 
-pub fn networks(topology: &Topology, names: &Names) -> Map {
-    topology
+pub fn networks(topology: &Topology, names: &Names, plan: Option<&Plan>) -> Map {
+    let mut out: Map = topology
         .segments
         .iter()
         .map(|segment| {
+            if plan.is_some() {
+                let network = swarm::network(segment.subnet, segment.prefix_len);
+                return (names.network(&segment.name), network);
+            }
             let config = Yaml::Map(vec![
                 pair(
                     "subnet",
@@ -323,10 +421,19 @@ pub fn networks(topology: &Topology, names: &Names) -> Map {
                 )]),
             )
         })
-        .collect()
+        .collect();
+    if let Some(plan) = plan {
+        let (subnet, prefix) = plan.directory;
+        out.push((swarm::DIRECTORY.into(), swarm::network(subnet, prefix)));
+    }
+    out
 }
 
-pub fn volumes(topology: &Topology, names: &Names) -> Map {
+/// The certificates' volumes (a stack's certificates are secrets instead).
+pub fn volumes(topology: &Topology, names: &Names, plan: Option<&Plan>) -> Map {
+    if plan.is_some() {
+        return Map::new();
+    }
     role_nodes(topology)
         .iter()
         .map(|n| (names.certs_volume(&n.name), Yaml::Map(Vec::new())))

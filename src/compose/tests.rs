@@ -1,5 +1,5 @@
 use super::*;
-use crate::topology::parse_deferring_program_vars;
+use crate::topology::{parse, parse_deferring_program_vars};
 
 fn input(profile: Option<&str>, text: &str) -> Input {
     let (topology, deferred) =
@@ -46,7 +46,7 @@ fn the_checked_in_compose_file_is_generated_from_the_shipped_topologies() {
             input
         })
         .collect();
-    let generated = generate(&inputs).unwrap();
+    let generated = generate(&inputs, &Target::Compose).unwrap();
     let checked_in = std::fs::read_to_string(root.join("docker-compose.yml")).unwrap();
     let script = std::fs::read_to_string(root.join("scripts/compose-timeline.sh")).unwrap();
     assert!(
@@ -67,7 +67,9 @@ fn the_checked_in_compose_file_is_generated_from_the_shipped_topologies() {
 /// default; one a link uses is written as its value; any other `$` is compose's literal `$$`.
 #[test]
 fn program_variables_become_environment_defaults() {
-    let text = generate(&[input(None, CLIENT_SERVER)]).unwrap().compose;
+    let text = generate(&[input(None, CLIENT_SERVER)], &Target::Compose)
+        .unwrap()
+        .compose;
     assert!(text.contains("segments = \"${SIZE:-1000}\""), "{text}");
     assert!(text.contains("\"echo $$HOME ${SIZE:-1000}\""), "{text}");
     assert!(
@@ -86,7 +88,9 @@ fn program_variables_become_environment_defaults() {
 /// through the router, the server's readiness is its TCP port, the client waits for it.
 #[test]
 fn services_follow_the_topology() {
-    let text = generate(&[input(None, CLIENT_SERVER)]).unwrap().compose;
+    let text = generate(&[input(None, CLIENT_SERVER)], &Target::Compose)
+        .unwrap()
+        .compose;
     for needle in [
         "  client:\n",
         "  server:\n",
@@ -120,7 +124,9 @@ members = ["a", "b", "c"]
 delay = "2ms"
 from.b = { rate = "1mbit" }
 "#;
-    let text = generate(&[input(None, lan)]).unwrap().compose;
+    let text = generate(&[input(None, lan)], &Target::Compose)
+        .unwrap()
+        .compose;
     let a = &text[text.find("  a:\n").unwrap()..text.find("  b:\n").unwrap()];
     assert!(
         a.contains("\"--net=lan=198.18.0.0/29,peers=b+c,delay=2ms\""),
@@ -159,12 +165,16 @@ delay = "80ms"
 at = "9s"
 stop = "x"
 "#;
-    let generated = generate(&[input(None, CLIENT_SERVER), input(Some("two"), timeline)]).unwrap();
+    let generated = generate(
+        &[input(None, CLIENT_SERVER), input(Some("two"), timeline)],
+        &Target::Compose,
+    )
+    .unwrap();
     let script = generated.timeline_script.expect("a timeline script");
     assert!(
         script.contains(
             "  u)\n    at 5000000000 5s; link_set two-x-y --delay 80ms\n    \
-             at 9000000000 9s; docker stop $(service two-x)\n    ;;\n"
+             at 9000000000 9s; stop_service two-x\n    ;;\n"
         ),
         "{script}"
     );
@@ -185,17 +195,24 @@ stop = "x"
 fn what_compose_cannot_hold_is_refused_by_name() {
     let ready_command =
         CLIENT_SERVER.replace("ready = { tcp = 80 }", "ready = { command = [\"true\"] }");
-    let error = generate(&[input(None, &ready_command)]).unwrap_err();
+    let error = generate(&[input(None, &ready_command)], &Target::Compose).unwrap_err();
     assert!(
         error.starts_with("t.toml: node server: `ready = { command = ... }`"),
         "{error}"
     );
-    let error = generate(&[input(None, CLIENT_SERVER), input(None, CLIENT_SERVER)]).unwrap_err();
+    let error = generate(
+        &[input(None, CLIENT_SERVER), input(None, CLIENT_SERVER)],
+        &Target::Compose,
+    )
+    .unwrap_err();
     assert_eq!(error, "only one topology can be without a profile");
-    let error = generate(&[
-        input(Some("p"), CLIENT_SERVER),
-        input(Some("p"), CLIENT_SERVER),
-    ])
+    let error = generate(
+        &[
+            input(Some("p"), CLIENT_SERVER),
+            input(Some("p"), CLIENT_SERVER),
+        ],
+        &Target::Compose,
+    )
     .unwrap_err();
     assert_eq!(error, "the profile `p` is given twice");
     assert!(check_profile("Fog")
@@ -212,7 +229,7 @@ fn set_changes_the_files_that_have_the_variable() {
     let set = [("internet_delay".to_string(), "200ms".to_string())];
     let icdn = load(None, &root.join("topologies/interconnected-cdn.toml"), &set).unwrap();
     let chain = load(Some("chain"), &root.join("topologies/chain.toml"), &set).unwrap();
-    let text = generate(&[icdn, chain]).unwrap().compose;
+    let text = generate(&[icdn, chain], &Target::Compose).unwrap().compose;
     assert!(text.contains(",peers=uborder,delay=200ms,"), "{text}");
     let bad = [("chunks".to_string(), "many".to_string())];
     let error = load(None, &root.join("topologies/interconnected-cdn.toml"), &bad).unwrap_err();
@@ -233,8 +250,145 @@ fn the_timeline_script_parses() {
         "{}",
         String::from_utf8_lossy(&check.stderr)
     );
-    assert!(generate(&[input(None, CLIENT_SERVER)])
+    assert!(generate(&[input(None, CLIENT_SERVER)], &Target::Compose)
         .unwrap()
         .timeline_script
         .is_none());
+}
+
+fn swarm_target(dir: &crate::testing::TempDir, hosts: Option<usize>) -> Target {
+    Target::Swarm(swarm::SwarmOptions {
+        certs: dir.0.join("certs"),
+        hosts,
+    })
+}
+
+/// A stack: overlay networks without fixed addresses, peers named where the compose file
+/// writes addresses, the directory network with each node's alias, start-up gated by the
+/// nodes themselves, each node's own secrets, and no restarts.
+#[test]
+fn a_stack_names_peers_and_carries_its_secrets() {
+    let dir = crate::testing::TempDir::new("compose-swarm");
+    let generated = generate(&[input(None, CLIENT_SERVER)], &swarm_target(&dir, None)).unwrap();
+    let text = generated.compose;
+    for needle in [
+        "docker stack deploy -c THIS_FILE t",
+        "  client-router:\n    driver: \"overlay\"\n    attachable: true\n    ipam:\n      config:\n        - subnet: \"198.18.0.0/29\"",
+        "  cdnlab-directory:\n    driver: \"overlay\"",
+        "      cdnlab-directory:\n        aliases: [\"directory-server\"]",
+        // The client reaches the server's link through the router, by name.
+        "\"--route=198.18.0.8/29=router\"",
+        "\"--node=client\"",
+        "\"--host=server@router-server\"",
+        "\"--host=client@client-router\"",
+        // The server waits for the router; the client for both.
+        "\"--wait-for=router\"",
+        "\"--wait-for=server,router\"",
+        "      CDNLAB_CERTS: \"/run/secrets\"",
+        "      - source: \"server-key\"\n        target: \"server.key\"\n        mode: 256",
+        "    deploy:\n      endpoint_mode: \"dnsrr\"\n      restart_policy:\n        condition: \"none\"",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in\n{text}");
+    }
+    // Routers are not named, and name nobody (nothing runs in them to ask).
+    for absent in [
+        "ipv4_address",
+        "depends_on",
+        "extra_hosts",
+        "restart: ",
+        "certs-",
+        "\nvolumes:",
+        "--host=router@",
+    ] {
+        assert!(!text.contains(absent), "{absent:?} in\n{text}");
+    }
+    // The secrets' files exist: every node's certificate was issued.
+    let certs = dir.0.join("certs");
+    for node in ["client", "server", "router"] {
+        let key = certs.join(node).join(format!("{node}.key"));
+        assert!(
+            text.contains(&format!("file: \"{}\"", key.display())),
+            "{text}"
+        );
+        assert!(key.is_file(), "{}", key.display());
+    }
+    let router = &text[text.find("\n  router:\n").unwrap()..];
+    assert!(!router.contains("--host="), "{router}");
+    // The client's secrets are its own and the CA's, nobody else's.
+    let client = &text[text.find("\n  client:\n").unwrap()..text.find("\n  server:\n").unwrap()];
+    assert!(
+        client.contains("client-key") && !client.contains("server-key"),
+        "{client}"
+    );
+}
+
+/// `host` places a node; `--hosts N` places the others in breadth-first runs, so a chain is
+/// cut once; a topology whose timeline starts a node again, or several topologies, have no
+/// stack.
+#[test]
+fn stacks_place_nodes_and_refuse_what_swarm_cannot_hold() {
+    let dir = crate::testing::TempDir::new("compose-swarm-place");
+    let chain = r#"
+name = "c"
+[nodes.a]
+host = "edge"
+[nodes.b]
+[nodes.c]
+[nodes.d]
+[nodes.e]
+[[links]]
+endpoints = ["a", "b"]
+[[links]]
+endpoints = ["b", "c"]
+[[links]]
+endpoints = ["c", "d"]
+[[links]]
+endpoints = ["d", "e"]
+"#;
+    let text = generate(&[input(None, chain)], &swarm_target(&dir, Some(2)))
+        .unwrap()
+        .compose;
+    let placed = |node: &str| {
+        let start = text.find(&format!("\n  {node}:\n")).unwrap();
+        let service = &text[start..];
+        let at = service.find("node.labels.cdnlab.host == ").unwrap() + 27;
+        service[at..].split('"').next().unwrap().to_string()
+    };
+    assert_eq!(
+        ["a", "b", "c", "d", "e"].map(placed),
+        ["edge", "h1", "h1", "h2", "h2"]
+    );
+    let t = parse(chain, "c.toml", &LoadOptions::default()).unwrap();
+    assert!(swarm::placement(&t, None).len() == 1);
+
+    let restart = CLIENT_SERVER.to_string()
+        + "[[timeline]]\nat = \"5s\"\nstop = \"server\"\n[[timeline]]\nat = \"9s\"\nstart = \"server\"\n";
+    let error = generate(&[input(None, &restart)], &swarm_target(&dir, None)).unwrap_err();
+    assert!(
+        error.contains("`start = \"server\"` at 9s has no Swarm form"),
+        "{error}"
+    );
+    // A stop alone is fine, and the script finds the task on each host.
+    let stop = CLIENT_SERVER.to_string() + "[[timeline]]\nat = \"5s\"\nstop = \"server\"\n";
+    let generated = generate(&[input(None, &stop)], &swarm_target(&dir, None)).unwrap();
+    let script = generated.timeline_script.unwrap();
+    assert!(
+        script.contains("label=com.docker.stack.namespace=$stack"),
+        "{script}"
+    );
+    assert!(
+        script.contains("at 5000000000 5s; stop_service server"),
+        "{script}"
+    );
+    assert!(
+        generated.compose.contains("#   at 5s: docker stop server"),
+        "{}",
+        generated.compose
+    );
+    let error = generate(
+        &[input(None, CLIENT_SERVER), input(Some("p"), CLIENT_SERVER)],
+        &swarm_target(&dir, None),
+    )
+    .unwrap_err();
+    assert!(error.contains("a stack holds one topology"), "{error}");
 }

@@ -49,18 +49,37 @@ fn steps(topology: &Topology, names: &Names) -> Vec<(u64, Step)> {
         .collect()
 }
 
-/// The compose file's comment lines: `at 32s: …`.
-pub fn commands(topology: &Topology, names: &Names) -> Vec<String> {
+/// The compose file's comment lines: `at 32s: …` (`swarm`: a stack's, whose services'
+/// containers are found by their stack's labels, on the host that runs them).
+pub fn commands(topology: &Topology, names: &Names, swarm: bool) -> Vec<String> {
     let steps = steps(topology, names);
     if steps.is_empty() {
         return Vec::new();
     }
-    let mut lines = vec![format!(
-        "Timeline (compose runs no schedule: `scripts/compose-timeline.sh {}` runs it for the \
-         shipped file, `cdnlab compose … --timeline-script FILE` writes one for any; by hand, \
-         after the clients start):",
-        topology.name
-    )];
+    let mut lines = vec![if swarm {
+        format!(
+            "Timeline (Swarm runs no schedule: `cdnlab compose --swarm … --timeline-script FILE` \
+             writes a script that runs it, `FILE {}` on each host right after the deploy; by \
+             hand, after the clients start, on the host of each container):",
+            topology.name
+        )
+    } else {
+        format!(
+            "Timeline (compose runs no schedule: `scripts/compose-timeline.sh {}` runs it for \
+             the shipped file, `cdnlab compose … --timeline-script FILE` writes one for any; by \
+             hand, after the clients start):",
+            topology.name
+        )
+    }];
+    let (stop, start, signal) = if swarm {
+        ("docker stop", "docker start", "docker kill -s USR1")
+    } else {
+        (
+            "docker compose stop",
+            "docker compose start",
+            "docker compose kill -s USR1",
+        )
+    };
     for (at_ns, step) in steps {
         let at = format_duration_ns(at_ns);
         lines.push(match step {
@@ -76,9 +95,9 @@ pub fn commands(topology: &Topology, names: &Names) -> Vec<String> {
                     ""
                 }
             ),
-            Step::Stop(service) => format!("  at {at}: docker compose stop {service}"),
-            Step::Start(service) => format!("  at {at}: docker compose start {service}"),
-            Step::Signal(service) => format!("  at {at}: docker compose kill -s USR1 {service}"),
+            Step::Stop(service) => format!("  at {at}: {stop} {service}"),
+            Step::Start(service) => format!("  at {at}: {start} {service}"),
+            Step::Signal(service) => format!("  at {at}: {signal} {service}"),
         });
     }
     lines
@@ -96,44 +115,71 @@ pub fn script_arm(topology: &Topology, names: &Names) -> Option<String> {
         arm += &at;
         arm += &match step {
             Step::Link { network, flags, .. } => format!("link_set {network} {flags}\n"),
-            Step::Stop(service) => format!("docker stop $(service {service})\n"),
-            Step::Start(service) => format!("docker start $(service -a {service})\n"),
-            Step::Signal(service) => format!("docker kill -s USR1 $(service {service})\n"),
+            Step::Stop(service) => format!("stop_service {service}\n"),
+            Step::Start(service) => format!("start_service {service}\n"),
+            Step::Signal(service) => format!("signal_service {service}\n"),
         };
     }
     arm += "    ;;\n";
     Some(arm)
 }
 
+/// The helpers of a compose file's script: its project's containers by compose's labels.
+const COMPOSE_HELPERS: &str = r#"# usage: SCRIPT LAB, right after `up -d` returned (the clients start last): each event runs
+# at its time from now, as `cdnlab run` runs it from the clients' start.
+# COMPOSE_PROJECT_NAME names the project (default: this directory's name, as compose's).
+set -euo pipefail
+project=${COMPOSE_PROJECT_NAME:-$(basename "$PWD" | tr 'A-Z' 'a-z' | tr -cd 'a-z0-9')}
+scope=(--filter "label=com.docker.compose.project=$project")
+net_prefix=${project}_
+# The project's containers of one service (`-a`: stopped ones too).
+service() {
+  local all=()
+  [[ $1 == -a ]] && { all=(-a); shift; }
+  local ids
+  ids=$(docker ps -q "${all[@]}" "${scope[@]}" --filter "label=com.docker.compose.service=$1")
+  [[ -n $ids ]] || { echo "no container of service $1 in project $project" >&2; exit 1; }
+  echo "$ids"
+}
+stop_service() { docker stop $(service "$1"); }
+start_service() { docker start $(service -a "$1"); }
+signal_service() { docker kill -s USR1 $(service "$1"); }
+"#;
+
+/// The helpers of a stack's script: the stack's containers on this host by Swarm's labels (a
+/// container on another host is that host's script's to change).
+const SWARM_HELPERS: &str = r#"# usage: SCRIPT LAB [STACK], on every host right after `docker stack deploy` returned: each
+# event runs at its time from now on this host's containers. STACK defaults to LAB.
+set -euo pipefail
+stack=${2:-${1:-}}
+scope=(--filter "label=com.docker.stack.namespace=$stack")
+net_prefix=${stack}_
+# This host's containers of one service of the stack (none: another host runs it).
+service() {
+  docker ps -q "${scope[@]}" --filter "label=com.docker.swarm.service.name=${stack}_$1"
+}
+stop_service() { local ids; ids=$(service "$1"); [[ -z $ids ]] || docker stop $ids; }
+signal_service() { local ids; ids=$(service "$1"); [[ -z $ids ]] || docker kill -s USR1 $ids; }
+"#;
+
 /// The whole script: one arm per topology with a timeline, `None` if none has one.
-pub fn script(header: &str, arms: &[String], labs: &[String]) -> Option<String> {
+pub fn script(header: &str, arms: &[String], labs: &[String], swarm: bool) -> Option<String> {
     if arms.is_empty() {
         return None;
     }
+    let helpers = if swarm {
+        SWARM_HELPERS
+    } else {
+        COMPOSE_HELPERS
+    };
     Some(format!(
         r#"#!/usr/bin/env bash
 {header}
-# usage: compose-timeline.sh LAB, right after `up -d` returned (the clients start last): each
-# event runs at its time from now, as `cdnlab run` runs it from the clients' start.
-# COMPOSE_PROJECT_NAME names the project (default: this directory's name, as compose's).
-set -euo pipefail
-project=${{COMPOSE_PROJECT_NAME:-$(basename "$PWD" | tr 'A-Z' 'a-z' | tr -cd 'a-z0-9')}}
-# The project's containers of one service (`-a`: stopped ones too).
-service() {{
-  local all=()
-  [[ $1 == -a ]] && {{ all=(-a); shift; }}
-  local ids
-  ids=$(docker ps -q "${{all[@]}}" --filter "label=com.docker.compose.project=$project" \
-    --filter "label=com.docker.compose.service=$1")
-  [[ -n $ids ]] || {{ echo "no container of service $1 in project $project" >&2; exit 1; }}
-  echo "$ids"
-}}
-# Changes network NET in every running container on it (each applies its side).
+{helpers}# Changes network NET in every running container on it (each applies its side).
 link_set() {{
   local net=$1 c
   shift
-  for c in $(docker ps -q --filter "label=com.docker.compose.project=$project" \
-      --filter "network=${{project}}_$net"); do
+  for c in $(docker ps -q "${{scope[@]}}" --filter "network=$net_prefix$net"); do
     docker exec "$c" cdnlab container link set "$net" "$@"
   done
 }}

@@ -3,13 +3,25 @@
 //! node's program (a role with its config, or any command) with the container's stdout and
 //! stderr, marks the container ready once the program listens, and stays until the program
 //! exits (its status becomes the container's) or the container is stopped.
+//!
+//! In a Swarm stack (`--directory`) it first serves its own card and learns from other
+//! containers' cards what the orchestrator decided: gateways, LAN peers' addresses, the names
+//! `/etc/hosts` needs; and it starts its program only once the nodes it waits for are ready.
 
-use super::links::{self, state_dir, ContainerState};
-use super::spec::{check_nets, interface_in, NetSpec, RouteSpec};
+use super::directory::{Card, Directory};
+use super::links::{self, state_dir, ContainerState, Underlay};
+use super::spec::{
+    attach_senders, check_nets, interface_in, HostSpec, NetSpec, PeerAddr, RouteSpec, SenderSpec,
+    Subnet,
+};
 use crate::lab::interrupt;
 use crate::lab::process::STOP_GRACE;
 use crate::lab::sys::{self, err, Error, Result};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::Ipv4Addr;
 use std::os::fd::AsFd;
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -25,10 +37,28 @@ pub enum Program {
     Command(Vec<String>),
 }
 
+/// A Swarm stack's directory network, and who this container is on it.
+#[derive(Debug, Clone)]
+pub struct DirectoryOptions {
+    pub subnet: Subnet,
+    /// This container's node.
+    pub node: String,
+    /// Where this node's certificate, key and the lab's CA are (`ca.pem`, `NODE.pem`,
+    /// `NODE.key`: the stack's secrets).
+    pub certs: PathBuf,
+}
+
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub nets: Vec<NetSpec>,
+    /// `--net-from`, given to their networks once any node's address is known.
+    pub senders: Vec<SenderSpec>,
     pub routes: Vec<RouteSpec>,
+    /// Names for `/etc/hosts`, by the node's address on a network (needs `directory`).
+    pub hosts: Vec<HostSpec>,
+    pub directory: Option<DirectoryOptions>,
+    /// Nodes whose programs must be ready before this one starts (needs `directory`).
+    pub wait_for: Vec<String>,
     pub link_backend: crate::lab::BackendChoice,
     pub seed: u64,
     pub program: Program,
@@ -50,8 +80,26 @@ pub fn run(options: &RunOptions) -> Result<i32> {
     let handler: extern "C" fn(libc::c_int) = on_usr1;
     unsafe { libc::signal(libc::SIGUSR1, handler as libc::sighandler_t) };
 
-    let ifnames = find_interfaces(&options.nets)?;
+    let found = find_interfaces(&options.nets, options.directory.as_ref().map(|d| d.subnet))?;
+    let mut directory = Lookup::new(options, &found)?;
+    let mut nets = options.nets.clone();
+    attach_senders(&mut nets, &options.senders, |net, node| {
+        directory.address(node, net).map_err(|e| e.0)
+    })
+    .map_err(Error)?;
     for route in &options.routes {
+        let via = match &route.via {
+            PeerAddr::Ip(ip) => *ip,
+            PeerAddr::Node(node) => {
+                let Some(net) = nets.iter().find(|n| n.peers.contains(node)) else {
+                    return err(format!(
+                        "--route `{}={node}`: `{node}` is on none of this container's networks",
+                        route.dest
+                    ));
+                };
+                directory.address(node, &net.name)?
+            }
+        };
         sys::run(
             &[
                 "ip",
@@ -59,13 +107,16 @@ pub fn run(options: &RunOptions) -> Result<i32> {
                 "replace",
                 &route.dest.to_string(),
                 "via",
-                &route.via.to_string(),
+                &via.to_string(),
             ],
             None,
         )?;
     }
+    add_hosts(&options.hosts, &mut directory)?;
+    let ifnames = found.into_iter().take(nets.len()).map(|(i, _)| i).collect();
     let backend = links::choose_backend(options.link_backend)?;
-    let state = ContainerState::new(backend, &options.nets, ifnames);
+    let mut state = ContainerState::new(backend, &nets, ifnames);
+    state.underlay = directory.underlay(&nets);
     state.save()?;
     let mut shaper = links::install(&state, options.seed, stderr_file()?)?;
     for net in &state.nets {
@@ -76,6 +127,14 @@ pub fn run(options: &RunOptions) -> Result<i32> {
             net.impairments,
             backend.name()
         );
+    }
+    report_underlay(&state.underlay)?;
+    if let Some(served) = &directory.served {
+        // Before the program starts, so a role connecting at once finds its peers up.
+        let deadline = Instant::now() + super::directory::CARD_WAIT;
+        served
+            .wait_ready(&options.wait_for, deadline)
+            .map_err(|e| Error(e.to_string()))?;
     }
 
     let mut program = match &argv {
@@ -88,7 +147,12 @@ pub fn run(options: &RunOptions) -> Result<i32> {
         ),
         None => None,
     };
-    let outcome = supervise(options, &mut program, &mut shaper);
+    let outcome = supervise(
+        options,
+        &mut program,
+        &mut shaper,
+        directory.served.as_ref(),
+    );
     if let Some(child) = program.as_mut() {
         stop(child);
     }
@@ -103,9 +167,13 @@ fn supervise(
     options: &RunOptions,
     program: &mut Option<Child>,
     shaper: &mut Option<Child>,
+    directory: Option<&Directory>,
 ) -> Result<i32> {
     wait_ready(options, program)?;
     std::fs::write(state_dir().join("ready"), b"")?;
+    if let Some(directory) = directory {
+        directory.set_ready();
+    }
     tracing::info!("cdnlab container: ready");
     loop {
         if let Some(child) = program.as_mut() {
@@ -169,24 +237,30 @@ fn program_argv(program: &Program) -> Result<Option<Vec<String>>> {
     }
 }
 
-/// The interface of every network, waiting a little for docker to attach them all.
-fn find_interfaces(nets: &[NetSpec]) -> Result<Vec<String>> {
+/// The interface and address on every network (and last, the directory network's), waiting a
+/// little for docker to attach them all.
+fn find_interfaces(nets: &[NetSpec], directory: Option<Subnet>) -> Result<Vec<(String, Ipv4Addr)>> {
     let deadline = Instant::now() + INTERFACE_WAIT;
+    let wanted: Vec<(&str, Subnet)> = nets
+        .iter()
+        .map(|net| (net.name.as_str(), net.subnet))
+        .chain(directory.map(|subnet| ("the directory network", subnet)))
+        .collect();
     loop {
         let output = sys::run(&["ip", "-o", "-4", "addr", "show"], None)?;
-        let found: Vec<Option<String>> = nets
+        let found: Vec<Option<(String, Ipv4Addr)>> = wanted
             .iter()
-            .map(|net| interface_in(&output, net.subnet))
+            .map(|(_, subnet)| interface_in(&output, *subnet))
             .collect();
         if found.iter().all(Option::is_some) {
             return Ok(found.into_iter().flatten().collect());
         }
         if Instant::now() > deadline {
-            let missing: Vec<String> = nets
+            let missing: Vec<String> = wanted
                 .iter()
                 .zip(&found)
                 .filter(|(_, f)| f.is_none())
-                .map(|(net, _)| format!("{} ({})", net.name, net.subnet))
+                .map(|((name, subnet), _)| format!("{name} ({subnet})"))
                 .collect();
             return err(format!(
                 "no interface has an address in: {}; this container's addresses:\n{}",
@@ -256,4 +330,124 @@ fn exit_code(status: ExitStatus) -> i32 {
 fn stderr_file() -> Result<std::fs::File> {
     let fd = std::io::stderr().as_fd().try_clone_to_owned()?;
     Ok(std::fs::File::from(fd))
+}
+
+/// Where the addresses of nodes named instead of written come from: the directory in a Swarm
+/// stack, nowhere otherwise (a name is then an error). Cards are asked once each.
+struct Lookup {
+    served: Option<Directory>,
+    cards: BTreeMap<String, (Card, std::time::Duration)>,
+    deadline: Instant,
+}
+
+impl Lookup {
+    /// Starts serving this container's card when it is in a stack: its address on each
+    /// network, found in `found` (the networks', then the directory network's).
+    fn new(options: &RunOptions, found: &[(String, Ipv4Addr)]) -> Result<Lookup> {
+        let served = match &options.directory {
+            None => None,
+            Some(d) => {
+                let identity = crate::control::Identity::load(&d.certs, &d.node)
+                    .map_err(|e| Error(format!("--directory: {e}")))?;
+                let own: BTreeMap<String, Ipv4Addr> = options
+                    .nets
+                    .iter()
+                    .zip(found)
+                    .map(|(net, (_, addr))| (net.name.clone(), *addr))
+                    .collect();
+                let (_, at) = found.last().expect("the directory network was looked for");
+                let directory = Directory::start(*at, identity, own)
+                    .map_err(|e| Error(format!("the directory on {at}: {e}")))?;
+                tracing::info!("cdnlab container: card served on {at}");
+                Some(directory)
+            }
+        };
+        if served.is_none() && !options.wait_for.is_empty() {
+            return err("--wait-for needs --directory (a Swarm stack)");
+        }
+        Ok(Lookup {
+            served,
+            cards: BTreeMap::new(),
+            deadline: Instant::now() + super::directory::CARD_WAIT,
+        })
+    }
+
+    /// `node`'s address on its network `net`.
+    fn address(&mut self, node: &str, net: &str) -> Result<Ipv4Addr> {
+        let Some(directory) = &self.served else {
+            return err(format!(
+                "node `{node}` is named where an address is needed: names need --directory \
+                 (a Swarm stack)"
+            ));
+        };
+        if !self.cards.contains_key(node) {
+            let card = directory
+                .card(node, self.deadline)
+                .map_err(|e| Error(e.to_string()))?;
+            self.cards.insert(node.to_string(), card);
+        }
+        let (card, _) = &self.cards[node];
+        card.nets.get(net).copied().ok_or_else(|| {
+            Error(format!(
+                "node `{node}`'s card has no network `{net}` (it has: {})",
+                card.nets.keys().cloned().collect::<Vec<_>>().join(", ")
+            ))
+        })
+    }
+
+    /// The round trip on the directory network to each peer whose card was asked: the real
+    /// network's own, which every emulated link to that peer carries besides its impairments.
+    fn underlay(&self, nets: &[NetSpec]) -> Vec<Underlay> {
+        nets.iter()
+            .flat_map(|net| net.peers.iter().map(move |peer| (net, peer)))
+            .filter_map(|(net, peer)| {
+                let (_, rtt) = self.cards.get(peer)?;
+                Some(Underlay {
+                    net: net.name.clone(),
+                    peer: peer.clone(),
+                    rtt_ms: rtt.as_secs_f64() * 1e3,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Appends `ADDRESS NODE` to `/etc/hosts` for every `--host`.
+fn add_hosts(hosts: &[HostSpec], lookup: &mut Lookup) -> Result<()> {
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    let mut lines = String::new();
+    for host in hosts {
+        let addr = lookup
+            .address(&host.node, &host.net)
+            .map_err(|e| Error(format!("--host `{}@{}`: {e}", host.node, host.net)))?;
+        lines += &format!("{addr}\t{}\n", host.node);
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open("/etc/hosts")
+        .and_then(|mut f| f.write_all(lines.as_bytes()))
+        .map_err(|e| Error(format!("/etc/hosts: {e}")))
+}
+
+/// Logs the underlay's round trips and writes them to the results (`underlay.json` in
+/// `CDNLAB_OUT_DIR`, when the container has one).
+fn report_underlay(underlay: &[Underlay]) -> Result<()> {
+    for u in underlay {
+        tracing::info!(
+            "cdnlab container: underlay round trip to {} (network {}): {:.3} ms",
+            u.peer,
+            u.net,
+            u.rtt_ms
+        );
+    }
+    let Some(dir) = std::env::var_os("CDNLAB_OUT_DIR").filter(|_| !underlay.is_empty()) else {
+        return Ok(());
+    };
+    let dir = PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).map_err(|e| Error(format!("{}: {e}", dir.display())))?;
+    let path = dir.join("underlay.json");
+    let text = serde_json::to_string_pretty(underlay).expect("plain data serializes");
+    std::fs::write(&path, text).map_err(|e| Error(format!("{}: {e}", path.display())))
 }

@@ -60,6 +60,18 @@ impl NetState {
 pub struct ContainerState {
     pub backend: Backend,
     pub nets: Vec<NetState>,
+    /// The real network's round trip to each peer (Swarm stacks: measured on the directory
+    /// network at start-up), which the emulated links carry on top of their impairments.
+    #[serde(default)]
+    pub underlay: Vec<Underlay>,
+}
+
+/// The real network's round trip to one peer on one emulated network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Underlay {
+    pub net: String,
+    pub peer: String,
+    pub rtt_ms: f64,
 }
 
 pub fn state_dir() -> PathBuf {
@@ -105,6 +117,7 @@ impl ContainerState {
                     peers: net.peers.clone(),
                 })
                 .collect(),
+            underlay: Vec::new(),
         }
     }
 
@@ -283,6 +296,12 @@ pub fn show(state: &ContainerState) -> Result<String> {
             text += &counters_of(&counters, &net.sender_id(sender));
             text.push('\n');
         }
+    }
+    for u in &state.underlay {
+        text += &format!(
+            "underlay to {} on {}: {:.3} ms round trip (not emulated: added to the link's)\n",
+            u.peer, u.net, u.rtt_ms
+        );
     }
     Ok(text)
 }

@@ -1,8 +1,11 @@
 //! The testbed as containers (`docker-compose.yml`): what runs inside each container. The
 //! orchestrator's namespaces, veths and routes are docker's networks there; `cdnlab container`
 //! sets up the rest from its command line — routes, each network's impairments, the node's
-//! program — and lets scripts change impairments at run time through `docker exec`.
+//! program — and lets scripts change impairments at run time through `docker exec`. In a Swarm
+//! stack, where the orchestrator picks addresses, the containers tell each other theirs through
+//! the `directory`.
 
+pub mod directory;
 pub mod entry;
 pub mod links;
 pub mod spec;

@@ -1,6 +1,10 @@
 //! What `cdnlab container run` is told on its command line: the container's networks with their
 //! impairments (`--net access=198.19.211.0/24,delay=10ms,rate=5mbit`) and its static routes
 //! (`--route 198.19.0.0/16=198.19.211.2`). Parsing only; errors name the flag and the part.
+//!
+//! In a Swarm stack the orchestrator picks the addresses, so a gateway or a sender may be a
+//! peer node's name instead (`--route 198.19.0.0/16=drr`), and `--host NODE@NET` names a node
+//! by its address on one of its networks; the directory (`container::directory`) says them.
 
 use crate::topology::{change_entries, change_from_flags, ImpairmentFields};
 use netem::{Impairments, ImpairmentsChange};
@@ -72,11 +76,42 @@ pub struct NetSpec {
     pub peers: Vec<String>,
 }
 
+/// A member's address on a network: written out, or the node's name, to be learned from the
+/// directory where the orchestrator picks addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerAddr {
+    Ip(Ipv4Addr),
+    Node(String),
+}
+
+impl PeerAddr {
+    fn parse(text: &str) -> Result<PeerAddr, String> {
+        if let Ok(ip) = text.parse() {
+            return Ok(PeerAddr::Ip(ip));
+        }
+        if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            return Err(format!("`{text}` is not an IPv4 address"));
+        }
+        crate::topology::check_node_name(text, "node")
+            .map_err(|e| format!("`{text}` is neither an IPv4 address nor a node name: {e}"))?;
+        Ok(PeerAddr::Node(text.to_string()))
+    }
+}
+
+impl std::fmt::Display for PeerAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerAddr::Ip(ip) => write!(f, "{ip}"),
+            PeerAddr::Node(node) => write!(f, "{node}"),
+        }
+    }
+}
+
 /// `--net-from NAME=ADDR[,KEY=VALUE...]`: traffic on network NAME from member ADDR.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SenderSpec {
     pub net: String,
-    pub addr: Ipv4Addr,
+    pub addr: PeerAddr,
     pub impairments: Impairments,
 }
 
@@ -130,32 +165,67 @@ pub fn parse_sender(text: &str) -> Result<SenderSpec, String> {
     let addr = parts.next().unwrap_or_default();
     Ok(SenderSpec {
         net: net.to_string(),
-        addr: addr
-            .parse()
-            .map_err(|_| fail(format!("`{addr}` is not an IPv4 address")))?,
+        addr: PeerAddr::parse(addr).map_err(fail)?,
         impairments: parse_keys(parts).map_err(fail)?,
     })
 }
 
-/// Gives each `--net-from` to its network; names one whose network is not given or whose
-/// address is outside that network's subnet.
-pub fn attach_senders(nets: &mut [NetSpec], senders: Vec<SenderSpec>) -> Result<(), String> {
+/// Gives each `--net-from` to its network, its address looked up by `resolve` (given the
+/// network and the sender) where it is a node's name; names one whose network is not given,
+/// whose node is not a member, or whose address is outside that network's subnet.
+pub fn attach_senders(
+    nets: &mut [NetSpec],
+    senders: &[SenderSpec],
+    mut resolve: impl FnMut(&str, &str) -> Result<Ipv4Addr, String>,
+) -> Result<(), String> {
     for sender in senders {
+        let flag = format!("--net-from `{}={}`", sender.net, sender.addr);
         let Some(net) = nets.iter_mut().find(|n| n.name == sender.net) else {
-            return Err(format!(
-                "--net-from `{}={}`: no --net `{}`",
-                sender.net, sender.addr, sender.net
-            ));
+            return Err(format!("{flag}: no --net `{}`", sender.net));
         };
-        if !net.subnet.contains(sender.addr) {
+        let addr = match &sender.addr {
+            PeerAddr::Ip(ip) => *ip,
+            PeerAddr::Node(node) if net.peers.contains(node) => {
+                resolve(&net.name, node).map_err(|e| format!("{flag}: {e}"))?
+            }
+            PeerAddr::Node(node) => {
+                return Err(format!(
+                    "{flag}: `{node}` is not one of {}'s peers",
+                    net.name
+                ))
+            }
+        };
+        if !net.subnet.contains(addr) {
             return Err(format!(
-                "--net-from `{}={}`: the address is not in {}'s subnet {}",
-                sender.net, sender.addr, net.name, net.subnet
+                "{flag}: the address {addr} is not in {}'s subnet {}",
+                net.name, net.subnet
             ));
         }
-        net.senders.push((sender.addr, sender.impairments));
+        net.senders.push((addr, sender.impairments.clone()));
     }
     Ok(())
+}
+
+/// `--host NODE@NET`: the name NODE stands for NODE's address on its network NET.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSpec {
+    pub node: String,
+    pub net: String,
+}
+
+pub fn parse_host(text: &str) -> Result<HostSpec, String> {
+    let fail = |message: String| format!("--host `{text}`: {message}");
+    let (node, net) = text
+        .split_once('@')
+        .ok_or_else(|| fail("expected NODE@NETWORK".into()))?;
+    crate::topology::check_node_name(node, "node").map_err(fail)?;
+    if net.is_empty() {
+        return Err(fail("the network's name is empty".into()));
+    }
+    Ok(HostSpec {
+        node: node.to_string(),
+        net: net.to_string(),
+    })
 }
 
 /// The `KEY=VALUE` parts of `--net` and `--net-from`: the topology's impairment keys.
@@ -215,13 +285,13 @@ pub fn impairment_keys(impairments: &Impairments) -> String {
 }
 
 /// A static route: traffic for `dest` goes through `via`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteSpec {
     pub dest: Subnet,
-    pub via: Ipv4Addr,
+    pub via: PeerAddr,
 }
 
-/// `DEST=VIA`, e.g. `198.19.0.0/16=198.19.211.2`.
+/// `DEST=VIA`, e.g. `198.19.0.0/16=198.19.211.2`, or `198.19.0.0/16=drr` (a peer's name).
 pub fn parse_route(text: &str) -> Result<RouteSpec, String> {
     let fail = |message: String| format!("--route `{text}`: {message}");
     let (dest, via) = text
@@ -229,9 +299,7 @@ pub fn parse_route(text: &str) -> Result<RouteSpec, String> {
         .ok_or_else(|| fail("expected SUBNET=GATEWAY, e.g. 198.19.0.0/16=198.19.211.2".into()))?;
     Ok(RouteSpec {
         dest: Subnet::parse(dest).map_err(fail)?,
-        via: via
-            .parse()
-            .map_err(|_| fail(format!("`{via}` is not an IPv4 address")))?,
+        via: PeerAddr::parse(via).map_err(fail)?,
     })
 }
 
@@ -253,9 +321,9 @@ pub fn check_nets(nets: &[NetSpec]) -> Result<(), String> {
     Ok(())
 }
 
-/// The interface holding an address inside `subnet`, from `ip -o -4 addr show` output lines
-/// (`2: eth0    inet 198.19.211.3/24 brd ... scope global eth0`).
-pub fn interface_in(ip_addr_output: &str, subnet: Subnet) -> Option<String> {
+/// The interface holding an address inside `subnet`, and that address, from `ip -o -4 addr
+/// show` output lines (`2: eth0    inet 198.19.211.3/24 brd ... scope global eth0`).
+pub fn interface_in(ip_addr_output: &str, subnet: Subnet) -> Option<(String, Ipv4Addr)> {
     ip_addr_output.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let (ifname, addr) = match fields.as_slice() {
@@ -265,7 +333,7 @@ pub fn interface_in(ip_addr_output: &str, subnet: Subnet) -> Option<String> {
         let addr: Ipv4Addr = addr.split('/').next()?.parse().ok()?;
         subnet
             .contains(addr)
-            .then(|| ifname.split('@').next().unwrap_or(ifname).to_string())
+            .then(|| (ifname.split('@').next().unwrap_or(ifname).to_string(), addr))
     })
 }
 
@@ -333,24 +401,41 @@ mod tests {
     /// network's subnet, is named.
     #[test]
     fn senders_attach_to_their_networks() {
-        let mut nets = vec![parse_net("lan=198.18.0.0/28,delay=5ms").unwrap()];
+        let mut nets = vec![parse_net("lan=198.18.0.0/28,peers=b+c,delay=5ms").unwrap()];
+        let no_directory = |_: &str, node: &str| Err(format!("no directory for {node}"));
         let peer = parse_sender("lan=198.18.0.3,delay=5ms,rate=1mbit").unwrap();
-        attach_senders(&mut nets, vec![peer]).unwrap();
+        attach_senders(&mut nets, &[peer], no_directory).unwrap();
         assert_eq!(nets[0].senders.len(), 1);
         assert_eq!(nets[0].senders[0].0, Ipv4Addr::new(198, 18, 0, 3));
         assert_eq!(nets[0].senders[0].1.rate_bps, Some(1_000_000));
         let elsewhere = parse_sender("wan=198.18.0.3").unwrap();
-        let error = attach_senders(&mut nets, vec![elsewhere]).unwrap_err();
+        let error = attach_senders(&mut nets, &[elsewhere], no_directory).unwrap_err();
         assert_eq!(error, "--net-from `wan=198.18.0.3`: no --net `wan`");
         let outside = parse_sender("lan=198.18.1.3").unwrap();
-        let error = attach_senders(&mut nets, vec![outside]).unwrap_err();
+        let error = attach_senders(&mut nets, &[outside], no_directory).unwrap_err();
         assert!(
-            error.contains("not in lan's subnet 198.18.0.0/28"),
+            error.contains("198.18.1.3 is not in lan's subnet 198.18.0.0/28"),
             "{error}"
         );
+        // A peer named is looked up on its network; a node that is no peer is refused.
+        let by_name = parse_sender("lan=c,rate=2mbit").unwrap();
+        assert_eq!(by_name.addr, PeerAddr::Node("c".into()));
+        attach_senders(&mut nets, &[by_name], |net, node| {
+            assert_eq!((net, node), ("lan", "c"));
+            Ok(Ipv4Addr::new(198, 18, 0, 9))
+        })
+        .unwrap();
+        assert_eq!(nets[0].senders[1].0, Ipv4Addr::new(198, 18, 0, 9));
+        let error =
+            attach_senders(&mut nets, &[parse_sender("lan=d").unwrap()], no_directory).unwrap_err();
+        assert!(error.contains("`d` is not one of lan's peers"), "{error}");
+        let error =
+            attach_senders(&mut nets, &[parse_sender("lan=b").unwrap()], no_directory).unwrap_err();
+        assert!(error.contains("no directory for b"), "{error}");
         for (text, needle) in [
             ("lan", "expected NAME=ADDRESS"),
             ("lan=198.18.0.300", "not an IPv4 address"),
+            ("lan=B", "neither an IPv4 address nor a node name"),
             ("lan=198.18.0.3,rate=fast", "rate"),
         ] {
             let error = parse_sender(text).unwrap_err();
@@ -378,11 +463,37 @@ mod tests {
     fn routes_parse() {
         let route = parse_route("198.19.0.0/16=198.19.211.2").unwrap();
         assert_eq!(route.dest.prefix, 16);
-        assert_eq!(route.via, Ipv4Addr::new(198, 19, 211, 2));
+        assert_eq!(route.via, PeerAddr::Ip(Ipv4Addr::new(198, 19, 211, 2)));
+        assert_eq!(
+            parse_route("198.19.0.0/16=drr").unwrap().via,
+            PeerAddr::Node("drr".into())
+        );
         assert!(parse_route("198.19.0.0/16").is_err());
-        assert!(parse_route("198.19.0.0/16=gw")
-            .unwrap_err()
-            .contains("`gw`"));
+        for (text, needle) in [
+            (
+                "198.19.0.0/16=198.19.0.300",
+                "`198.19.0.300` is not an IPv4 address",
+            ),
+            ("198.19.0.0/16=GW", "`GW` is neither"),
+        ] {
+            let error = parse_route(text).unwrap_err();
+            assert!(error.contains(needle), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn hosts_name_a_node_on_a_network() {
+        let host = parse_host("fdn2@fed-1-2").unwrap();
+        assert_eq!((host.node.as_str(), host.net.as_str()), ("fdn2", "fed-1-2"));
+        for (text, needle) in [
+            ("fdn2", "expected NODE@NETWORK"),
+            ("fdn2@", "empty"),
+            ("Fdn2@lan", "bad node name"),
+        ] {
+            let error = parse_host(text).unwrap_err();
+            assert!(error.starts_with(&format!("--host `{text}`")), "{error}");
+            assert!(error.contains(needle), "{text}: {error}");
+        }
     }
 
     #[test]
@@ -391,8 +502,14 @@ mod tests {
                       41: eth0@if42    inet 198.19.211.3/24 brd 198.19.211.255 scope global eth0\n\
                       43: eth1    inet 198.19.220.3/24 brd 198.19.220.255 scope global eth1\n";
         let find = |s: &str| interface_in(output, Subnet::parse(s).unwrap());
-        assert_eq!(find("198.19.211.0/24").as_deref(), Some("eth0"));
-        assert_eq!(find("198.19.220.0/24").as_deref(), Some("eth1"));
+        assert_eq!(
+            find("198.19.211.0/24"),
+            Some(("eth0".into(), Ipv4Addr::new(198, 19, 211, 3)))
+        );
+        assert_eq!(
+            find("198.19.220.0/24"),
+            Some(("eth1".into(), Ipv4Addr::new(198, 19, 220, 3)))
+        );
         assert_eq!(find("198.19.230.0/24"), None);
     }
 }

@@ -10,7 +10,8 @@ use std::fmt;
 #[derive(Debug, Clone)]
 pub struct Callers {
     service: String,
-    nodes: Vec<String>,
+    /// `None`: every node of the lab.
+    nodes: Option<Vec<String>>,
 }
 
 impl Callers {
@@ -21,13 +22,27 @@ impl Callers {
     ) -> Callers {
         Callers {
             service: service.into(),
-            nodes: nodes.into_iter().map(Into::into).collect(),
+            nodes: Some(nodes.into_iter().map(Into::into).collect()),
+        }
+    }
+
+    /// Every node of the lab may call `service`: any peer whose certificate the lab's CA
+    /// issued, which it does for the lab's nodes only (a stack's directory, which every node
+    /// asks).
+    pub fn whole_lab(service: impl Into<String>) -> Callers {
+        Callers {
+            service: service.into(),
+            nodes: None,
         }
     }
 
     /// Why `peer` may not call, if it may not.
     pub(crate) fn check(&self, peer: &PeerName) -> Result<(), String> {
-        if self.nodes.iter().any(|n| n == peer.as_str()) {
+        let allowed = match &self.nodes {
+            None => true,
+            Some(nodes) => nodes.iter().any(|n| n == peer.as_str()),
+        };
+        if allowed {
             Ok(())
         } else {
             Err(format!("node {peer} may not call {self}"))
@@ -37,6 +52,9 @@ impl Callers {
 
 impl fmt::Display for Callers {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the {} (only {})", self.service, self.nodes.join(", "))
+        match &self.nodes {
+            Some(nodes) => write!(f, "the {} (only {})", self.service, nodes.join(", ")),
+            None => write!(f, "the {} (every node of the lab)", self.service),
+        }
     }
 }

@@ -25,6 +25,10 @@ pub struct Topology {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Node {
     pub name: String,
+    /// The class of Swarm hosts it runs on (`host = "h1"`: `cdnlab compose --swarm` places it
+    /// on the Swarm nodes labelled `cdnlab.host=h1`); labs ignore it.
+    #[serde(default)]
+    pub host: Option<String>,
     pub program: Program,
     /// Extra environment for the node's process.
     pub env: BTreeMap<String, String>,

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use toml::de::DeTable;
 use toml::Spanned;
 
-const NODE_KEYS: [&str; 8] = [
+const NODE_KEYS: [&str; 9] = [
     "role",
     "config",
     "command",
@@ -20,6 +20,7 @@ const NODE_KEYS: [&str; 8] = [
     "env",
     "client",
     "transit",
+    "host",
 ];
 
 /// How long `up` waits for a node's `ready` check unless the node says otherwise.
@@ -108,8 +109,13 @@ fn read_node(name: &str, value: &Value, diags: &mut Diags) -> Option<Node> {
         Some(value) => reader::boolean(value, "transit", diags),
         None => Some(true),
     };
+    let host = match table.get("host") {
+        Some(value) => Some(read_host(value, diags)?),
+        None => None,
+    };
     Some(Node {
         name: name.to_string(),
+        host,
         program: program?,
         env: env?,
         ready,
@@ -120,6 +126,29 @@ fn read_node(name: &str, value: &Value, diags: &mut Diags) -> Option<Node> {
         routes: Vec::new(),
         hosts: Vec::new(),
     })
+}
+
+/// `host = "h1"`: the class of Swarm hosts the node runs on (a node label's value: letters,
+/// digits, `-`, `_`, `.`, at most 63, starting with a letter or digit).
+fn read_host(value: &Value, diags: &mut Diags) -> Option<String> {
+    let host = reader::string(value, "host", diags)?;
+    let text = host.get_ref();
+    let well_formed = text.len() <= 63
+        && text.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if !well_formed {
+        diags.at(
+            &host.span(),
+            format!(
+                "bad host `{text}`: a Swarm node label's value (letters, digits, `-`, `_`, `.`, \
+                 at most 63, starting with a letter or digit)"
+            ),
+        );
+        return None;
+    }
+    Some(text.clone())
 }
 
 fn read_program(table: &DeTable, diags: &mut Diags) -> Option<Program> {

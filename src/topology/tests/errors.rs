@@ -35,7 +35,7 @@ from.a = { rat = "1mbit" }
         errors(text),
         format!(
             "t.toml:2:1: unknown key `colour` in the file; expected one of: name, vars, nodes, links, lans, timeline\n\
-             t.toml:4:1: unknown key `comand` in node `a`; expected one of: role, config, command, ready, ready_timeout, env, client, transit\n\
+             t.toml:4:1: unknown key `comand` in node `a`; expected one of: role, config, command, ready, ready_timeout, env, client, transit, host\n\
              t.toml:9:1: unknown key `dealy` in a link; expected one of: endpoints, subnet, from, {IMPAIRMENT_LIST}\n\
              t.toml:10:12: unknown key `rat` in `from.a`; expected one of: {IMPAIRMENT_LIST}"
         )
