@@ -102,7 +102,7 @@ fn parse_direction(text: &str) -> Result<Direction, String> {
 /// Prints a report as one JSON line.
 fn print_json(report: &impl Serialize) -> Result<(), String> {
     let line = serde_json::to_string(report).map_err(|e| e.to_string())?;
-    println!("{line}");
+    cdnlab::say!("{line}");
     Ok(())
 }
 

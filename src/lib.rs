@@ -13,7 +13,8 @@
 //!   links and processes (`container`: the same as docker containers); `probe` measures links.
 //! - The tools: `cli` is the `cdnlab` command; `run` plays a scenario's timeline, `sweep` runs
 //!   parameter grids, `bench` measures the emulation; `plot` and `table` draw the figures and
-//!   tables they report; `parallel` runs offline experiments on every core.
+//!   tables they report; `parallel` runs offline experiments on every core; `stdout` prints
+//!   for people and keeps quiet when the reader has gone.
 
 // The algorithms live in the core crate so the compiler keeps I/O out of them; re-exported so
 // `crate::cdn::…` and the like name them as before.
@@ -33,6 +34,7 @@ pub mod lab;
 pub mod p2p;
 pub mod p2p_roles;
 pub mod parallel;
+pub mod picture;
 pub mod plot;
 pub mod pricing;
 pub mod probe;
@@ -42,6 +44,7 @@ pub mod replication;
 pub mod role_configs;
 pub mod roles;
 pub mod run;
+pub mod stdout;
 pub mod sweep;
 pub mod table;
 #[cfg(test)]

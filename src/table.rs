@@ -2,7 +2,8 @@
 //! table reads well in a terminal and pastes unchanged into BENCHMARKS.md.
 
 /// A table under construction: a header row and data rows of preformatted cells.
-#[derive(Debug, Clone, PartialEq)]
+/// Serialized as `{"headers": [...], "rows": [[...], ...]}` (`--json`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Table {
     headers: Vec<String>,
     rows: Vec<Vec<String>>,

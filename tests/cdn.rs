@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::{can_run_labs, run_topology};
+use common::harness::{self, tests, LAB};
+use common::run_topology;
 use serde_json::Value;
 
 /// Runs the scenario with 4 chunks at one-way Internet delay `delay`; returns the clients'
@@ -83,11 +84,7 @@ fn startup(clients: &[Value], policy: &str) -> f64 {
 /// 0.2 s margins are some 40 times the spread seen, so a run fails only if a stall of a fifth
 /// of a second lands in one client's start-up in one of the two runs. Expected pass rate:
 /// above 99.9%.
-#[test]
 fn upstream_rr_startup_grows_with_internet_delay_and_direct_policies_do_not() {
-    if !can_run_labs() {
-        return;
-    }
     let (near, near_urr) = run_scenario("t-icdn0", "0ms");
     let (far, far_urr) = run_scenario("t-icdn200", "200ms");
     for (policy, redirects) in [("upstream-rr", 2.0), ("direct-rr", 1.0), ("direct-cs", 0.0)] {
@@ -132,3 +129,8 @@ fn upstream_rr_startup_grows_with_internet_delay_and_direct_policies_do_not() {
         );
     }
 }
+
+tests!(
+    LAB =>
+        upstream_rr_startup_grows_with_internet_delay_and_direct_policies_do_not;
+);

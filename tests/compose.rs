@@ -5,7 +5,11 @@
 //! upstream-rr client's per-segment log, and check that `down -v` leaves no container, network
 //! or volume behind. Needs a Docker engine; skipped without one, except under CI.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::harness::{self, tests, DOCKER};
+use common::{build_image, docker, read_json, repo_root, text};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -15,26 +19,6 @@ const CLIENTS: [&str; 3] = ["c-upstream-rr", "c-direct-rr", "c-direct-cs"];
 const CHUNKS: usize = 30;
 const ICN_PROJECT: &str = "cdnlabtesticn";
 const ICN_DURATION: &str = "40s";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn docker_works() -> bool {
-    let works = Command::new("docker")
-        .args(["info", "--format", "{{.ServerVersion}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !works {
-        // CI machines run a Docker engine: there, a skip would hide a broken setup.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have a running Docker engine for the compose test"
-        );
-        eprintln!("skipped: no Docker engine answers");
-    }
-    works
-}
 
 /// `docker compose` (v2) where it exists, else `docker-compose` (v1, Debian 12's).
 fn compose_program() -> Vec<&'static str> {
@@ -47,14 +31,6 @@ fn compose_program() -> Vec<&'static str> {
     } else {
         vec!["docker-compose"]
     }
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// The testbed under test; dropping it takes everything down, whatever happened.
@@ -72,7 +48,7 @@ impl Testbed {
         command
             .args(&self.compose[1..])
             .args(["-p", self.project, "-f"])
-            .arg(root().join("docker-compose.yml"))
+            .arg(repo_root().join("docker-compose.yml"))
             .args(self.profile.iter().flat_map(|p| ["--profile", p]))
             .args(args)
             .env("CDNLAB_IMAGE", IMAGE)
@@ -99,7 +75,7 @@ impl Testbed {
 impl Drop for Testbed {
     fn drop(&mut self) {
         let _ = self.down();
-        let _ = Command::new("docker").args(["rmi", IMAGE]).output();
+        let _ = docker(&["rmi", IMAGE]);
     }
 }
 
@@ -124,10 +100,6 @@ fn leftovers(project: &str) -> Vec<String> {
         );
     }
     found
-}
-
-fn read_json(path: &Path) -> Option<serde_json::Value> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
 fn median(values: &[f64]) -> f64 {
@@ -174,22 +146,15 @@ fn remove_leftovers(project: &str) {
             "network" => &["network", "rm", id],
             _ => &["volume", "rm", "-f", id],
         };
-        let _ = Command::new("docker").args(args).output();
+        let _ = docker(args);
     }
 }
 
 /// Takes down a leftover of an earlier, killed run of the test, then builds the image.
-fn build_image(testbed: &Testbed) {
+fn build_testbed_image(testbed: &Testbed) {
     let _ = testbed.down();
     remove_leftovers(testbed.project);
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_cdnlab")).parent().unwrap();
-    let build = Command::new(root().join("scripts/build-image.sh"))
-        .arg("--bin-dir")
-        .arg(bin_dir)
-        .args(["--tag", IMAGE])
-        .output()
-        .unwrap();
-    assert!(build.status.success(), "build-image.sh: {}", text(&build));
+    build_image(IMAGE);
 }
 
 /// Waits up to `limit` for every file to hold JSON; their contents in order.
@@ -209,11 +174,7 @@ fn wait_for_json(testbed: &Testbed, files: &[PathBuf], limit: Duration) -> Vec<s
     }
 }
 
-#[test]
 fn compose_testbed_plays_and_takes_a_delay_change() {
-    if !docker_works() {
-        return;
-    }
     let results = std::env::temp_dir().join("cdnlab-test-compose");
     let _ = std::fs::remove_dir_all(&results);
     std::fs::create_dir_all(&results).unwrap();
@@ -223,7 +184,7 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
         project: PROJECT,
         profile: None,
     };
-    build_image(&testbed);
+    build_testbed_image(&testbed);
 
     let up = testbed.run(&["up", "-d"]);
     assert!(
@@ -236,7 +197,7 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
     // The clients play 30 chunks of 2 s, about 33 s at the default 5 Mbit/s: the change comes
     // while they are well into it.
     std::thread::sleep(Duration::from_secs(10));
-    let inject = Command::new(root().join("scripts/set-delay.sh"))
+    let inject = Command::new(repo_root().join("scripts/set-delay.sh"))
         .args(["--compose", "dborder-uborder", "250ms"])
         .env("COMPOSE_PROJECT_NAME", PROJECT)
         .output()
@@ -337,11 +298,7 @@ fn site1_shares(controller: &serde_json::Value) -> Vec<f64> {
 /// The `icn` profile (papers/000's system as 18 containers): the regions' users are served,
 /// PARM installs rules, and `set-bandwidth.sh --compose icn-core-site1 1mbit` reaches site1's SM
 /// module (C_1 = 1 Mbit/s) and moves the mapping away from site1 at the next PARM period.
-#[test]
 fn compose_icn_profile_maps_away_from_a_slowed_site() {
-    if !docker_works() {
-        return;
-    }
     let results = std::env::temp_dir().join("cdnlab-test-compose-icn");
     let _ = std::fs::remove_dir_all(&results);
     std::fs::create_dir_all(&results).unwrap();
@@ -351,7 +308,7 @@ fn compose_icn_profile_maps_away_from_a_slowed_site() {
         project: ICN_PROJECT,
         profile: Some("icn"),
     };
-    build_image(&testbed);
+    build_testbed_image(&testbed);
     let up = testbed.run(&[
         "up",
         "-d",
@@ -380,7 +337,7 @@ fn compose_icn_profile_maps_away_from_a_slowed_site() {
         std::thread::sleep(Duration::from_millis(500));
     }
     let before = site1_shares(&read_json(&controller_json).expect("controller.json"));
-    let slow = Command::new(root().join("scripts/set-bandwidth.sh"))
+    let slow = Command::new(repo_root().join("scripts/set-bandwidth.sh"))
         .args(["--compose", "icn-core-site1", "1mbit"])
         .env("COMPOSE_PROJECT_NAME", ICN_PROJECT)
         .output()
@@ -429,15 +386,11 @@ fn compose_icn_profile_maps_away_from_a_slowed_site() {
 
 /// Every shipped topology, and all of them in one file, generate a compose file that compose
 /// itself accepts (`config -q` parses it, checks its references and interpolates it).
-#[test]
 fn every_shipped_topology_generates_a_file_compose_accepts() {
-    if !docker_works() {
-        return;
-    }
     let dir = std::env::temp_dir().join("cdnlab-test-compose-config");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("topologies"))
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo_root().join("topologies"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
@@ -466,7 +419,7 @@ fn every_shipped_topology_generates_a_file_compose_accepts() {
             out
         })
         .collect();
-    generated.push(root().join("docker-compose.yml"));
+    generated.push(repo_root().join("docker-compose.yml"));
     let compose = compose_program();
     for file in &generated {
         let config = Command::new(compose[0])
@@ -484,3 +437,10 @@ fn every_shipped_topology_generates_a_file_compose_accepts() {
         );
     }
 }
+
+tests!(
+    DOCKER =>
+        compose_testbed_plays_and_takes_a_delay_change,
+        compose_icn_profile_maps_away_from_a_slowed_site,
+        every_shipped_topology_generates_a_file_compose_accepts;
+);

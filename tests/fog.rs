@@ -7,7 +7,8 @@
 
 mod common;
 
-use common::{can_run_labs, run_topology};
+use common::harness::{self, tests, LAB};
+use common::run_topology;
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -61,11 +62,7 @@ fn miss_rate(viewers: &Value) -> f64 {
 /// here; Robust holds every stream's first segments locally. Failing takes Robust missing half
 /// as many as Central Cloud, which no run of the experiments in RESULTS.md came near (at most
 /// 1.2% of a trace against Central Cloud's 6.4% or more).
-#[test]
 fn robust_ffdn_halves_central_clouds_misses_and_is_level_with_cdn() {
-    if !can_run_labs() {
-        return;
-    }
     let mut totals = Vec::new();
     let mut segments = 0.0;
     for method in ["central-cloud", "cdn", "robust-ffdn"] {
@@ -135,11 +132,7 @@ fn down_time(cloud_log: &str, fdn: &str, since: f64) -> Option<(f64, u64)> {
         .find(|(t, _)| *t >= since)
 }
 
-#[test]
 fn a_killed_fdn_is_noticed_and_its_segments_go_elsewhere() {
-    if !can_run_labs() {
-        return;
-    }
     let (viewers, out) = run_ffdn(
         "t-ffdn-fault",
         &["method=robust-ffdn", "fail=fdn2", "fail_at=6s"],
@@ -200,3 +193,9 @@ fn a_killed_fdn_is_noticed_and_its_segments_go_elsewhere() {
     );
     let _ = std::fs::remove_dir_all(out);
 }
+
+tests!(
+    LAB =>
+        robust_ffdn_halves_central_clouds_misses_and_is_level_with_cdn,
+        a_killed_fdn_is_noticed_and_its_segments_go_elsewhere;
+);

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{can_run_labs, leftovers, run, run_ok, Lab};
+use common::harness::{self, tests, LAB};
+use common::{leftovers, run, run_ok, text, Lab};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Barrier};
@@ -22,14 +23,6 @@ client = true
 endpoints = ["a", "b"]
 delay = "1ms"
 "#;
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// A directory with a file in it, which no refused command may remove.
 struct Sentinel(PathBuf);
@@ -57,11 +50,7 @@ impl Drop for Sentinel {
 /// message naming the rule, before touching anything. The sentinel directory (a path a user
 /// might pass by mistake) is tried first, for every verb, so that a regression is caught there
 /// before `/` and `..` are ever handed over.
-#[test]
 fn lab_arguments_that_are_paths_are_refused_and_touch_nothing() {
-    if !can_run_labs() {
-        return;
-    }
     let sentinel = Sentinel::new("lab-args");
     let path = sentinel.0.to_str().unwrap().to_string();
     let run_dir_entries = || std::fs::read_dir("/run").map(|d| d.count()).unwrap_or(0);
@@ -104,11 +93,7 @@ fn lab_arguments_that_are_paths_are_refused_and_touch_nothing() {
 /// running, and `down` then finds all of them. Four racers, not two: on the code before the
 /// atomic claim, two racers overlapped in about one round in 200, four in the first round of
 /// every try (the winner's shaper and node were left running, unrecorded).
-#[test]
 fn two_ups_of_one_name_exactly_one_wins_and_the_loser_touches_nothing() {
-    if !can_run_labs() {
-        return;
-    }
     const RACERS: usize = 4;
     let lab = Lab::new("t-race", IDLE_PAIR);
     let topology = lab.topology().to_str().unwrap().to_string();
@@ -217,11 +202,7 @@ fn wait_for_exit(run: Child) -> Output {
 
 /// A shaper killed mid-run: `run` stops (not after its clients' two minutes), says which lab's
 /// shaper died and how, and removes the lab.
-#[test]
 fn a_killed_shaper_stops_the_run_with_a_message_naming_it() {
-    if !can_run_labs() {
-        return;
-    }
     let (lab, child, state) = playing("t-shaperdeath", IDLE_PAIR);
     signal(
         state["shaper"]["pid"].as_i64().expect("a shaper pid") as i32,
@@ -238,11 +219,7 @@ fn a_killed_shaper_stops_the_run_with_a_message_naming_it() {
 }
 
 /// A hang-up (the terminal closed) is handled like Ctrl-C: the run stops and leaves nothing.
-#[test]
 fn a_hung_up_run_leaves_nothing() {
-    if !can_run_labs() {
-        return;
-    }
     let (lab, child, _) = playing("t-hangup", IDLE_PAIR);
     signal(child.id() as i32, libc::SIGHUP);
     let out = wait_for_exit(child);
@@ -253,11 +230,7 @@ fn a_hung_up_run_leaves_nothing() {
 /// While `run` is alive, `clean LAB` keeps its lab (it is not a leftover); after `run` is
 /// killed outright, the next command says the lab was left behind and how to remove it, and
 /// `clean LAB` removes it.
-#[test]
 fn clean_keeps_a_live_run_and_a_killed_runs_lab_is_reported_then_cleaned() {
-    if !can_run_labs() {
-        return;
-    }
     let (lab, mut child, _) = playing("t-orphan", IDLE_PAIR);
     let kept = run_ok(&["clean", &lab.name]);
     assert!(kept.contains("kept: lab `t-orphan`"), "{kept}");
@@ -287,11 +260,7 @@ delay = "5ms"
 /// A `link set` made while `run` plays its timeline is kept when the timeline then changes
 /// another direction: both read, change and write the state under the lab's lock, so the
 /// run's timeline never writes back a stale copy over the user's change.
-#[test]
 fn a_link_set_during_a_run_survives_the_runs_timeline() {
-    if !can_run_labs() {
-        return;
-    }
     let (lab, child, _) = playing("t-statelock", &format!("{IDLE_PAIR}{A_TO_B_AT_2S}"));
     run_ok(&[
         "link", "set", "--lab", &lab.name, "a", "b", "--from", "b", "--delay", "7ms",
@@ -318,3 +287,13 @@ fn a_link_set_during_a_run_survives_the_runs_timeline() {
     wait_for_exit(child);
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
 }
+
+tests!(
+    LAB =>
+        lab_arguments_that_are_paths_are_refused_and_touch_nothing,
+        two_ups_of_one_name_exactly_one_wins_and_the_loser_touches_nothing,
+        a_killed_shaper_stops_the_run_with_a_message_naming_it,
+        a_hung_up_run_leaves_nothing,
+        clean_keeps_a_live_run_and_a_killed_runs_lab_is_reported_then_cleaned,
+        a_link_set_during_a_run_survives_the_runs_timeline;
+);

@@ -6,7 +6,8 @@
 
 mod common;
 
-use common::{can_run_labs, run_topology};
+use common::harness::{self, tests, LAB};
+use common::run_topology;
 use serde_json::Value;
 use std::path::Path;
 
@@ -91,11 +92,7 @@ fn planned_share(controller: &Value, site: usize, from_s: f64, to_s: f64) -> f64
 ///   against at most 12. Each failure is a request that timed out; at the highest rate seen
 ///   (3 in 1228) 13 or more are a binomial tail of 2e-5, though failures come in bursts when
 ///   the machine stalls.
-#[test]
 fn congesting_a_site_moves_the_mapping_away_from_it() {
-    if !can_run_labs() {
-        return;
-    }
     let (summary, out) = run_topology(
         "t-icn-congest",
         TOPOLOGY,
@@ -187,11 +184,7 @@ fn congesting_a_site_moves_the_mapping_away_from_it() {
 /// The controller is stopped at 25 s, after two PARM periods. The border routers keep the last
 /// rules: region r4 (the most users) still splits its misses over several sites as PARM said,
 /// rather than falling back to its nearest site, and requests keep being served.
-#[test]
 fn borders_keep_their_last_rules_without_the_controller() {
-    if !can_run_labs() {
-        return;
-    }
     let (summary, out) = run_topology(
         "t-icn-lose",
         TOPOLOGY,
@@ -283,11 +276,7 @@ fn borders_keep_their_last_rules_without_the_controller() {
 /// t_n = 10 ms, which no site meets: every PARM period is infeasible and says it is (4c), the
 /// application and both numbers; no rules are installed, so every region's misses stay with its
 /// nearest site, and requests are still served.
-#[test]
 fn an_infeasible_parm_names_its_constraint_and_installs_nothing() {
-    if !can_run_labs() {
-        return;
-    }
     let (summary, out) = run_topology(
         "t-icn-infeasible",
         TOPOLOGY,
@@ -340,3 +329,10 @@ fn an_infeasible_parm_names_its_constraint_and_installs_nothing() {
         }
     }
 }
+
+tests!(
+    LAB =>
+        congesting_a_site_moves_the_mapping_away_from_it,
+        borders_keep_their_last_rules_without_the_controller,
+        an_infeasible_parm_names_its_constraint_and_installs_nothing;
+);

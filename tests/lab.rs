@@ -2,7 +2,8 @@
 
 mod common;
 
-use common::{alive, can_run_labs, leftovers, run, run_ok, Lab};
+use common::harness::{self, tests, Needs, LAB, NOTHING};
+use common::{alive, leftovers, run, run_ok, Lab};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -101,11 +102,7 @@ fn events(out_dir: &std::path::Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-#[test]
 fn chain_rtt_goodput_and_runtime_delay_change() {
-    if !can_run_labs() {
-        return;
-    }
     let lab = Lab::new("t-chain", CHAIN);
     lab.up();
     let status = lab.status_json();
@@ -198,11 +195,7 @@ fn chain_rtt_goodput_and_runtime_delay_change() {
     }
 }
 
-#[test]
 fn down_and_clean_work_after_kill_9() {
-    if !can_run_labs() {
-        return;
-    }
     let lab = Lab::new("t-kill", CHAIN);
     lab.up();
     let status = lab.status_json();
@@ -228,11 +221,7 @@ fn down_and_clean_work_after_kill_9() {
     assert_eq!(leftovers(&slow.name), Vec::<String>::new());
 }
 
-#[test]
 fn failing_node_is_named_and_the_lab_torn_down() {
-    if !can_run_labs() {
-        return;
-    }
     let lab = Lab::new(
         "t-fail",
         r#"
@@ -255,7 +244,6 @@ endpoints = ["a", "b"]
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
 }
 
-#[test]
 fn topology_error_exits_2_and_creates_nothing() {
     let lab = Lab::new(
         "t-bad",
@@ -276,11 +264,7 @@ endpoints = ["a", "nowhere"]
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
 }
 
-#[test]
 fn not_root_is_refused_before_anything_is_made() {
-    if !can_run_labs() {
-        return;
-    }
     let lab = Lab::new("t-user", CHAIN);
     let out = Command::new("setpriv")
         .args([
@@ -291,22 +275,15 @@ fn not_root_is_refused_before_anything_is_made() {
         ])
         .arg(common::cdnlab())
         .args(["up", lab.topology().to_str().unwrap()])
-        .output();
-    let Ok(out) = out else {
-        eprintln!("skipped: setpriv (util-linux) is not installed");
-        return;
-    };
+        .output()
+        .expect("setpriv runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(stderr.contains("needs root"), "{stderr}");
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
 }
 
-#[test]
 fn ctrl_c_during_up_tears_down() {
-    if !can_run_labs() {
-        return;
-    }
     let lab = Lab::new("t-int", NEVER_READY);
     let child = up_until_node_a_started(&lab);
     // SAFETY: kill has no memory effects.
@@ -321,11 +298,7 @@ fn ctrl_c_during_up_tears_down() {
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
 }
 
-#[test]
 fn two_labs_run_side_by_side() {
-    if !can_run_labs() {
-        return;
-    }
     let one = Lab::new("t-one", CHAIN);
     let two = Lab::new("t-two", CHAIN);
     one.up();
@@ -350,11 +323,7 @@ fn two_labs_run_side_by_side() {
 /// change: no machine load can make a ping sent after the change come back in under 49 ms, or
 /// one sent before it take 50 ms on median. What the RTT is, within the emulator's precision, is
 /// `cdnlab bench delay`'s business (BENCHMARKS.md), here only medians are held to it.
-#[test]
 fn run_collects_results_follows_the_timeline_and_records_failures() {
-    if !can_run_labs() {
-        return;
-    }
     let lab = Lab::new(
         "t-run",
         r#"
@@ -487,11 +456,7 @@ delay = "40ms"
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
 }
 
-#[test]
 fn scripts_change_delay_and_bandwidth() {
-    if !can_run_labs() {
-        return;
-    }
     let lab = Lab::new("t-script", CHAIN);
     lab.up();
     let scripts = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
@@ -540,11 +505,7 @@ fn scripts_change_delay_and_bandwidth() {
 /// 0.3 ms of 10 ms, and no ping may come back earlier than the shaper's design allows: a
 /// wake-up releases what is due within the next 50 µs (`DEFAULT_RELEASE_WINDOW_NS`), so each
 /// direction may be up to 0.05 ms early — 9.9 ms at the least (one run showed 9.99 ms).
-#[test]
 fn plain_ping_shows_the_configured_round_trip() {
-    if !can_run_labs() {
-        return;
-    }
     let lab = Lab::new(
         "t-ping",
         r#"
@@ -582,11 +543,7 @@ delay = "5ms"
 
 /// `RUST_LOG = "debug"` in a node's `env` gives its log debug lines, each led by an RFC 3339
 /// UTC timestamp; a node without it logs at info (no debug lines).
-#[test]
 fn rust_log_in_a_nodes_env_gives_timestamped_debug_lines() {
-    if !can_run_labs() {
-        return;
-    }
     let lab = Lab::new(
         "t-log",
         r#"
@@ -621,3 +578,150 @@ endpoints = ["loud", "quiet"]
     assert!(quiet.contains(" INFO "), "quiet logs at info:\n{quiet}");
     assert!(!quiet.contains(" DEBUG "), "{quiet}");
 }
+
+/// This test binary as `nobody` (a copy of it that nobody may run): a user without root sees
+/// every lab test listed as ignored, so runners count them as skipped; under CI none is
+/// skipped, and a lab test run without root fails, naming what it needs.
+fn tests_that_need_root_are_skipped_without_it_except_under_ci() {
+    let dir = std::env::temp_dir().join(format!("cdnlab-test-harness-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("lab-tests");
+    std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let as_nobody = |ci: bool, args: &[&str]| {
+        let mut command = Command::new("setpriv");
+        command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&copy)
+            .args(args)
+            .env_remove("CI");
+        if ci {
+            command.env("CI", "1");
+        }
+        let out = command.output().expect("setpriv runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let listed = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_suffix(": test"))
+            .map(str::to_string)
+            .collect()
+    };
+    let (ok, all) = as_nobody(false, &["--list", "--format", "terse"]);
+    assert!(ok, "{all}");
+    let (ok, skipped) = as_nobody(false, &["--list", "--format", "terse", "--ignored"]);
+    assert!(ok, "{skipped}");
+    let (all, skipped) = (listed(&all), listed(&skipped));
+    assert!(all.len() >= 12, "{all:?}");
+    let runnable: Vec<&String> = all.iter().filter(|t| !skipped.contains(t)).collect();
+    assert_eq!(
+        runnable,
+        ["topology_error_exits_2_and_creates_nothing"],
+        "skipped: {skipped:?}"
+    );
+    let (ok, under_ci) = as_nobody(true, &["--list", "--format", "terse", "--ignored"]);
+    assert!(ok && listed(&under_ci).is_empty(), "{under_ci}");
+    let (ok, run) = as_nobody(true, &["--exact", "two_labs_run_side_by_side"]);
+    assert!(!ok, "{run}");
+    assert!(run.contains("cannot run this test: it needs root"), "{run}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `sweep --resume DIR` after a sweep that lost a run (its summary gone, as when the sweep is
+/// stopped mid-run): only that run is made again, the finished one is left as it was, and the
+/// tables count both. A resume with other flags is refused, naming what differs.
+fn sweep_resume_runs_only_what_did_not_finish() {
+    let lab = Lab::new(
+        "t-resume",
+        r#"
+[vars]
+pause = "0"
+[nodes.client]
+command = ["sleep", "${pause}"]
+client = true
+[nodes.server]
+[[links]]
+endpoints = ["client", "server"]
+"#,
+    );
+    let out = lab.dir.join("sweep");
+    let topology = lab.topology();
+    let sweep = |flag: &str, values: &str| {
+        run(&[
+            "sweep",
+            topology.to_str().unwrap(),
+            "--vary",
+            &format!("pause={values}"),
+            "--parallel",
+            "1",
+            flag,
+            out.to_str().unwrap(),
+        ])
+    };
+    let first = sweep("--out", "0,0.1");
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let summary =
+        |i: usize, pause: &str| out.join(format!("runs/{i:03}-pause={pause}/summary.json"));
+    let kept = std::fs::metadata(summary(0, "0"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    std::fs::remove_file(summary(1, "0.1")).unwrap();
+
+    let resumed = sweep("--resume", "0,0.1");
+    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    assert!(
+        resumed.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert!(
+        summary(1, "0.1").is_file(),
+        "the lost run was not made again"
+    );
+    let after = std::fs::metadata(summary(0, "0"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(kept, after, "the finished run was made again");
+    assert!(stdout.contains("2 client results"), "{stdout}");
+
+    let other = sweep("--resume", "0,0.2");
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert_eq!(other.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("a different sweep (vary: it was"),
+        "{stderr}"
+    );
+}
+
+/// A lab's needs, and `setpriv` (util-linux) to run cdnlab as nobody.
+const LAB_AS_NOBODY: Needs = Needs::root(&["ip", "iptables-legacy", "setpriv"]);
+
+tests!(
+    LAB =>
+        chain_rtt_goodput_and_runtime_delay_change,
+        down_and_clean_work_after_kill_9,
+        failing_node_is_named_and_the_lab_torn_down,
+        ctrl_c_during_up_tears_down,
+        two_labs_run_side_by_side,
+        run_collects_results_follows_the_timeline_and_records_failures,
+        scripts_change_delay_and_bandwidth,
+        plain_ping_shows_the_configured_round_trip,
+        rust_log_in_a_nodes_env_gives_timestamped_debug_lines,
+        sweep_resume_runs_only_what_did_not_finish;
+    NOTHING =>
+        topology_error_exits_2_and_creates_nothing;
+    LAB_AS_NOBODY =>
+        not_root_is_refused_before_anything_is_made,
+        tests_that_need_root_are_skipped_without_it_except_under_ci;
+);

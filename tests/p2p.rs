@@ -6,7 +6,8 @@
 mod common;
 
 use cdnlab::p2p::report::{read, RunReport};
-use common::{can_run_labs, check_refused_sets, run_topology};
+use common::harness::{self, tests, LAB};
+use common::{check_refused_sets, run_topology};
 use serde_json::Value;
 use std::path::Path;
 
@@ -79,11 +80,7 @@ fn check_accounts(report: &RunReport, out: &Path) {
 /// `local`. The model puts `optimal`'s cloud bandwidth at `proportional`'s; with 6–8 peers
 /// an ISP it is 1.08–1.13 times it in our runs (RESULTS.md: a deficit ISP filled to its
 /// upload exactly misses chunks no playing peer of its holds), so the test allows 1.3.
-#[test]
 fn optimal_carries_less_inter_isp_traffic_than_proportional() {
-    if !can_run_labs() {
-        return;
-    }
     let runs: Vec<_> = [
         ("t-p2p-local", "dispatch=local"),
         ("t-p2p-prop", "dispatch=proportional"),
@@ -129,11 +126,7 @@ fn optimal_carries_less_inter_isp_traffic_than_proportional() {
 
 /// Half of ISP 1's peers leave at 20 s (a `signal` event each): they say so in their
 /// summaries, and the upload the tracker measures for ISP 1 falls by half.
-#[test]
 fn churn_takes_peers_and_their_upload_away() {
-    if !can_run_labs() {
-        return;
-    }
     let (summary, report, out) = run_policy(
         "t-p2p-churn",
         &["dispatch=optimal", "churn=yes", "churn_at=20s"],
@@ -180,11 +173,7 @@ fn churn_takes_peers_and_their_upload_away() {
 
 /// A dispatch that does not exist and caches larger than the catalogue fail at once, naming
 /// the key, and leave nothing behind.
-#[test]
 fn bad_parameters_are_refused_before_anything_starts() {
-    if !can_run_labs() {
-        return;
-    }
     check_refused_sets(
         TOPOLOGY,
         "t-p2p-bad",
@@ -204,3 +193,10 @@ fn bad_parameters_are_refused_before_anything_starts() {
         ],
     );
 }
+
+tests!(
+    LAB =>
+        optimal_carries_less_inter_isp_traffic_than_proportional,
+        churn_takes_peers_and_their_upload_away,
+        bad_parameters_are_refused_before_anything_starts;
+);

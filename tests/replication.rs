@@ -6,7 +6,8 @@
 
 mod common;
 
-use common::{can_run_labs, check_refused_sets, run_topology};
+use common::harness::{self, tests, LAB};
+use common::{check_refused_sets, run_topology};
 use serde_json::Value;
 use std::path::Path;
 
@@ -60,11 +61,7 @@ fn check_load(summary: &Value) -> Value {
 /// of `replication::simulate`, change at t = 100, measured over [150, 200)) loses 0.27-0.29 of
 /// the requests under proportional and 0.085-0.11 under lrl-virtual; the test asks only that
 /// lrl-virtual lose under 70% of what proportional loses.
-#[test]
 fn lrl_virtual_follows_a_popularity_change_that_proportional_misses() {
-    if !can_run_labs() {
-        return;
-    }
     let args = |scheme: &'static str| {
         [
             "--timeout",
@@ -132,11 +129,7 @@ fn lrl_virtual_follows_a_popularity_change_that_proportional_misses() {
 
 /// m·d < n, d > n, ρ ≥ 1 and an unknown scheme each fail at once, naming the key, and leave
 /// no namespace behind.
-#[test]
 fn impossible_farms_are_refused_before_anything_starts() {
-    if !can_run_labs() {
-        return;
-    }
     check_refused_sets(
         TOPOLOGY,
         "t-farm-bad",
@@ -154,3 +147,9 @@ fn impossible_farms_are_refused_before_anything_starts() {
         ],
     );
 }
+
+tests!(
+    LAB =>
+        lrl_virtual_follows_a_popularity_change_that_proportional_misses,
+        impossible_farms_are_refused_before_anything_starts;
+);

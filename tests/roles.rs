@@ -191,9 +191,10 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Every test file that brings up labs (`can_run_labs`) or containers (`docker_works`) is in
-/// nextest's `labs` group, so no two of them share the machine at once: a lab test left out
-/// runs beside another and both measure a loaded machine.
+/// Every test file with a test that needs the machine (a lab or Docker, declared in its
+/// `tests!` list: tests/common/harness.rs) is in nextest's `labs` group, so no two of them share
+/// the machine at once: a lab test left out runs beside another and both measure a loaded
+/// machine.
 #[test]
 fn every_lab_test_file_runs_in_the_labs_group() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -204,23 +205,34 @@ fn every_lab_test_file_runs_in_the_labs_group() {
         .find(|f| f.contains("binary(lab)"))
         .expect("the labs group's filter");
     let mut missing = Vec::new();
-    for entry in std::fs::read_dir(root.join("tests")).expect("tests/") {
-        let path = entry.expect("entry").path();
-        if path.extension().is_none_or(|e| e != "rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("test file");
-        let stem = path.file_stem().and_then(|s| s.to_str()).expect("name");
-        let needs_machine = ["can_run_labs", "docker_works", "can_run_swarm"]
-            .iter()
-            .any(|check| text.contains(&format!("if !{check}()")));
-        if needs_machine && !filter.contains(&format!("binary({stem})")) {
-            missing.push(stem.to_string());
+    let mut machine_files = 0;
+    for dir in ["tests", "netem/tests"] {
+        for entry in std::fs::read_dir(root.join(dir)).expect("a tests directory") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("test file");
+            let Some(list) = text.split("\ntests!(").nth(1) else {
+                continue;
+            };
+            let needs_machine = ["LAB", "DOCKER", "Needs::root"]
+                .iter()
+                .any(|needs| list.contains(needs));
+            let stem = path.file_stem().and_then(|s| s.to_str()).expect("name");
+            machine_files += usize::from(needs_machine);
+            if needs_machine && !filter.contains(&format!("binary({stem})")) {
+                missing.push(format!("{dir}/{stem}.rs"));
+            }
         }
     }
     assert!(
+        machine_files >= 10,
+        "only {machine_files} test files need the machine"
+    );
+    assert!(
         missing.is_empty(),
-        "tests/{{{}}}.rs bring up labs or containers but are not in .config/nextest.toml's labs group",
-        missing.join(",")
+        "{} bring up labs or containers but are not in .config/nextest.toml's labs group",
+        missing.join(", ")
     );
 }

@@ -5,8 +5,12 @@
 //! single-node Swarm for the test if it is not one, and left as it was found. Needs root and a
 //! Docker engine; skipped without them, except under CI.
 
+mod common;
+
+use common::harness::{self, tests, LAB_AND_DOCKER};
+use common::{build_image, docker, read_json, repo_root, text};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const STACK: &str = "cdnlabtestswarm";
@@ -15,43 +19,8 @@ const LAB: &str = "icdn";
 const CLIENTS: [&str; 3] = ["c-upstream-rr", "c-direct-rr", "c-direct-cs"];
 const CHUNKS: &str = "15";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn cdnlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cdnlab"))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn docker(args: &[&str]) -> Output {
-    Command::new("docker").args(args).output().unwrap()
-}
-
-/// Root and a Docker engine, or a skip that says so (a failure under CI).
-fn can_run_swarm() -> bool {
-    let engine = Command::new("docker")
-        .args(["info", "--format", "{{.ServerVersion}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if engine && root {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must run the Swarm test as root with a Docker engine"
-    );
-    eprintln!("skipped: needs root and a running Docker engine");
-    false
+    Command::new(common::cdnlab())
 }
 
 /// This machine as a single-node Swarm while the test runs: initialized here if it was not
@@ -202,21 +171,6 @@ fn leftovers(stack: &str) -> Vec<String> {
     left
 }
 
-fn read_json(path: &Path) -> Option<serde_json::Value> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
-}
-
-fn build_image() {
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_cdnlab")).parent().unwrap();
-    let build = Command::new(root().join("scripts/build-image.sh"))
-        .arg("--bin-dir")
-        .arg(bin_dir)
-        .args(["--tag", IMAGE])
-        .output()
-        .unwrap();
-    assert!(build.status.success(), "build-image.sh: {}", text(&build));
-}
-
 /// Writes the stack file of `topology` into `dir`.
 fn stack_file(topology: &Path, dir: &Path, set: &[&str]) -> PathBuf {
     let out = dir
@@ -245,7 +199,7 @@ fn lab_startups(dir: &Path) -> Vec<f64> {
     let out = dir.join("lab");
     let run = cdnlab()
         .arg("run")
-        .arg(root().join("topologies/interconnected-cdn.toml"))
+        .arg(repo_root().join("topologies/interconnected-cdn.toml"))
         .args(["--name", "tswarmlab", "--set", &format!("chunks={CHUNKS}")])
         .arg("--out")
         .arg(&out)
@@ -265,18 +219,14 @@ fn lab_startups(dir: &Path) -> Vec<f64> {
         .collect()
 }
 
-#[test]
 fn interconnected_cdns_play_on_a_swarm_as_in_a_lab() {
-    if !can_run_swarm() {
-        return;
-    }
     let dir = std::env::temp_dir().join("cdnlab-test-swarm");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     // The lab first, alone on the machine, as the reference.
     let lab = lab_startups(&dir);
 
-    build_image();
+    build_image(IMAGE);
     let _swarm = SwarmGuard::join();
     let _ = Stack { name: STACK.into() }.remove();
 
@@ -284,7 +234,7 @@ fn interconnected_cdns_play_on_a_swarm_as_in_a_lab() {
     // so no task runs) and removed. Except the 1 000-node tree: Swarm removes overlay networks
     // at about two a second here (tree100's 99 took 50 s), so it would take ten minutes; its
     // stack is the same generator's output as tree100's, ten times over.
-    let mut topologies: Vec<PathBuf> = std::fs::read_dir(root().join("topologies"))
+    let mut topologies: Vec<PathBuf> = std::fs::read_dir(repo_root().join("topologies"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
@@ -307,7 +257,7 @@ fn interconnected_cdns_play_on_a_swarm_as_in_a_lab() {
     let results = dir.join("results");
     std::fs::create_dir_all(results.join(LAB)).unwrap();
     let file = stack_file(
-        &root().join("topologies/interconnected-cdn.toml"),
+        &repo_root().join("topologies/interconnected-cdn.toml"),
         &dir,
         &[&format!("chunks={CHUNKS}")],
     );
@@ -349,7 +299,7 @@ fn interconnected_cdns_play_on_a_swarm_as_in_a_lab() {
 
     // A link change reaches every task on the network, and each says what the real network
     // adds to it.
-    let set = Command::new(root().join("scripts/set-delay.sh"))
+    let set = Command::new(repo_root().join("scripts/set-delay.sh"))
         .args(["--swarm", STACK, "dborder-uborder", "200ms"])
         .output()
         .unwrap();
@@ -385,3 +335,8 @@ fn interconnected_cdns_play_on_a_swarm_as_in_a_lab() {
         "left behind by stack rm"
     );
 }
+
+tests!(
+    LAB_AND_DOCKER =>
+        interconnected_cdns_play_on_a_swarm_as_in_a_lab;
+);

@@ -5,9 +5,16 @@ use netem::daemon::{Daemon, DaemonConfig, StopSignals};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cdnlab-shaper --config FILE";
+const USAGE: &str = "usage: cdnlab-shaper --config FILE | --help | --version";
 
-fn config_path() -> Result<PathBuf, String> {
+/// What the command line asks for.
+enum Asked {
+    Serve(PathBuf),
+    Help,
+    Version,
+}
+
+fn command_line() -> Result<Asked, String> {
     let mut args = std::env::args_os().skip(1);
     let mut path = None;
     while let Some(arg) = args.next() {
@@ -18,11 +25,13 @@ fn config_path() -> Result<PathBuf, String> {
             Some(text) if text.starts_with("--config=") => {
                 path = Some(text["--config=".len()..].into())
             }
-            Some("-h" | "--help") => return Err(String::new()),
+            Some("-h" | "--help") => return Ok(Asked::Help),
+            Some("-V" | "--version") => return Ok(Asked::Version),
             _ => return Err(format!("unexpected argument `{}`", arg.to_string_lossy())),
         }
     }
-    path.ok_or_else(|| "--config FILE is required".to_string())
+    path.map(Asked::Serve)
+        .ok_or_else(|| "--config FILE is required".to_string())
 }
 
 fn main() -> ExitCode {
@@ -35,10 +44,14 @@ fn main() -> ExitCode {
         }
     };
     netem::logs::init();
-    let path = match config_path() {
-        Ok(path) => path,
-        Err(e) if e.is_empty() => {
+    let path = match command_line() {
+        Ok(Asked::Serve(path)) => path,
+        Ok(Asked::Help) => {
             println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Asked::Version) => {
+            println!("cdnlab-shaper {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
         Err(e) => {

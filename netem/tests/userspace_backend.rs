@@ -2,10 +2,15 @@
 //! side's ingress sent to NFQUEUE (`iptables-legacy -t raw ... -j NFQUEUE`), and the
 //! `cdnlab-shaper` binary giving the verdicts.
 //!
-//! Needs root and iptables-legacy; without them each test prints why and passes. The
-//! `measure_*` test is ignored by default: it prints the fidelity and cost numbers
-//! (`cargo test --release -p netem --test userspace_backend -- --ignored --nocapture`).
+//! Needs root, `ip` and iptables-legacy; without them the tests are reported as skipped (and
+//! fail under CI). The `measure_*` test runs only when asked for: it prints the fidelity and cost
+//! numbers (`cargo test --release -p netem --test userspace_backend -- --ignored --nocapture`).
 
+// The root crate's test harness: what each test needs of the machine, skips that say so.
+#[path = "../../tests/common/harness.rs"]
+mod harness;
+
+use harness::{tests, LAB};
 use netem::daemon::{request, QueueStatus, Request, Response};
 use netem::nfqueue::in_netns;
 use netem::Impairments;
@@ -21,40 +26,6 @@ use std::time::{Duration, Instant};
 const ADDR_A: &str = "198.18.250.1";
 const ADDR_B: &str = "198.18.250.2";
 const MS: u64 = 1_000_000;
-
-/// Why this machine cannot run the test, if it cannot.
-fn unsupported() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".to_string());
-    }
-    for tool in ["ip", "iptables-legacy"] {
-        let found = Command::new(tool)
-            .arg("-V")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            return Some(format!("`{tool}` is missing"));
-        }
-    }
-    None
-}
-
-macro_rules! require_support {
-    () => {
-        if let Some(why) = unsupported() {
-            // CI installs everything and runs as root: there, a skip would hide a broken setup.
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "cannot run under CI: {why}"
-            );
-            eprintln!("skipping: {why}");
-            return;
-        }
-    };
-}
 
 fn run(args: &[&str]) {
     let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
@@ -342,9 +313,7 @@ fn tcp_echo(conn: &mut TcpStream, len: usize) -> Duration {
 /// 99.9%, bursts of load that span the 2 s of probes being what remains. Measured in 3 runs
 /// at load averages 4-7: medians 40.16-40.18 and 100.16-100.19 ms. The loss steps are
 /// deterministic (100% and 0%), and TCP's 100 ms is a lower bound: no load makes it faster.
-#[test]
 fn delays_change_at_run_time_and_loss_blocks() {
-    require_support!();
     let link = Link::new("rt", delay(20), delay(20));
     let _echo = Echo::start(&link.b, 7007);
     let client = udp_client(&link, 7007, Duration::from_millis(500));
@@ -409,9 +378,7 @@ fn delays_change_at_run_time_and_loss_blocks() {
     server.join().unwrap();
 }
 
-#[test]
 fn control_errors_and_clean_shutdown() {
-    require_support!();
     let mut link = Link::new("ctl", delay(1), delay(1));
     let response = request(
         &link.shaper.socket,
@@ -507,10 +474,7 @@ fn daemon_status(link: &Link) -> netem::daemon::DaemonStatus {
         .unwrap()
 }
 
-#[test]
-#[ignore = "a measurement: prints fidelity and cost numbers"]
 fn measure_userspace_backend() {
-    require_support!();
     let link = Link::new("m", delay(0), delay(0));
     let _echo = Echo::start(&link.b, 7009);
     let client = udp_client(&link, 7009, Duration::from_secs(1));
@@ -586,3 +550,11 @@ fn measure_userspace_backend() {
     );
     println!("  verdict lateness {:?}", daemon.verdict_lateness);
 }
+
+tests!(
+    LAB =>
+        delays_change_at_run_time_and_loss_blocks,
+        control_errors_and_clean_shutdown;
+    LAB.on_request() =>
+        measure_userspace_backend;
+);

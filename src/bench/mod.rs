@@ -38,8 +38,10 @@ pub struct BenchOptions {
     pub link_backend: crate::lab::BackendChoice,
 }
 
-/// Whether a benchmark met its target, and the numbers that say so.
-#[derive(Debug, Clone, PartialEq)]
+/// Whether a benchmark met its target, and the numbers that say so. As JSON:
+/// `{"met": "why"}`, `{"missed": "why"}` or `{"not_applicable": "why"}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Met(String),
     Missed(String),
@@ -47,8 +49,8 @@ pub enum Verdict {
     NotApplicable(String),
 }
 
-/// One benchmark's result.
-#[derive(Debug, Clone, PartialEq)]
+/// One benchmark's result (as JSON with `--json`: these fields).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Report {
     pub name: &'static str,
     pub title: String,

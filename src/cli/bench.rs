@@ -16,6 +16,10 @@ pub struct BenchArgs {
     /// Link emulation, as for `up`.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     link_backend: BackendChoice,
+    /// Print each report as one line of JSON (name, title, setup, table, target, verdict)
+    /// instead of markdown.
+    #[arg(long)]
+    json: bool,
 }
 
 /// What WHICH may be: every benchmark and `all`.
@@ -35,6 +39,10 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
         link_backend: args.link_backend,
     };
     Ok(crate::bench::run(&names, &options, |report| {
-        println!("{}", report.render())
+        if args.json {
+            crate::say!("{}", serde_json::to_string(report).unwrap_or_default())
+        } else {
+            crate::say!("{}", report.render())
+        }
     })?)
 }

@@ -18,12 +18,12 @@ pub fn run(args: CleanArgs) -> Result<(), Failure> {
     }
     let cleaned = lab::clean(&args.labs, args.force)?;
     for (lab, pid) in &cleaned.kept_live {
-        println!("kept: lab `{lab}` belongs to a running cdnlab (pid {pid}); stop that, or `cdnlab clean --force {lab}`");
+        crate::say!("kept: lab `{lab}` belongs to a running cdnlab (pid {pid}); stop that, or `cdnlab clean --force {lab}`");
     }
     if cleaned.removed.is_empty() {
-        println!("nothing to clean");
+        crate::say!("nothing to clean");
     } else {
-        println!("removed: {}", cleaned.removed.join(", "));
+        crate::say!("removed: {}", cleaned.removed.join(", "));
     }
     Ok(())
 }

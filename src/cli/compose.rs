@@ -87,7 +87,7 @@ pub fn run(args: ComposeArgs) -> Result<(), Failure> {
     }
     match &args.out {
         Some(path) => write(path, &generated.compose)?,
-        None => print!("{}", generated.compose),
+        None => crate::say_text!("{}", generated.compose),
     }
     Ok(())
 }

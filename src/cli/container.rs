@@ -128,11 +128,11 @@ pub fn run(verb: ContainerVerb) -> Result<(), Failure> {
             }
             let mut state = ContainerState::load()?;
             let now = links::set(&mut state, &net, &change)?;
-            println!("{net}: {now}");
+            crate::say!("{net}: {now}");
             Ok(())
         }
         ContainerVerb::Link(LinkVerb::Show) => {
-            print!("{}", links::show(&ContainerState::load()?)?);
+            crate::say_text!("{}", links::show(&ContainerState::load()?)?);
             Ok(())
         }
         ContainerVerb::Certs { dir, lab, nodes } => {
@@ -140,7 +140,7 @@ pub fn run(verb: ContainerVerb) -> Result<(), Failure> {
             let issued = crate::container::issue_certs_once(&dir, &lab, &names)
                 .map_err(|e| lab::Error(e.to_string()))?;
             let verb = if issued { "issued" } else { "kept" };
-            println!(
+            crate::say!(
                 "{verb} the certificates of {} in {}",
                 nodes.join(", "),
                 dir.display()

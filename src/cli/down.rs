@@ -12,6 +12,6 @@ pub struct DownArgs {
 pub fn run(args: DownArgs) -> Result<(), Failure> {
     let lab = resolve_lab(args.lab)?;
     lab::down(&lab)?;
-    println!("lab `{lab}` is down");
+    crate::say!("lab `{lab}` is down");
     Ok(())
 }

@@ -2,12 +2,16 @@
 //! verb's flags and work live in its own file (`up.rs`, `run.rs`, …); the library does the rest.
 
 mod bench;
+mod check;
 mod clean;
+mod completions;
 mod compose;
 mod container;
 mod down;
 mod exec;
+mod graph;
 mod link;
+mod manuals;
 mod p2p;
 mod pricing;
 mod replication;
@@ -77,14 +81,23 @@ enum Verb {
     /// cloud bandwidth against inter-ISP traffic), modelled and simulated offline.
     #[command(subcommand)]
     P2p(p2p::P2pVerb),
+    /// Read a topology file as `up` would and print the resolved plan (addresses, routes,
+    /// impairments, timeline) without building anything; needs no root.
+    Check(check::CheckArgs),
+    /// Draw a topology: nodes, links, LANs and each direction's impairments, as SVG, dot or
+    /// Mermaid.
+    Graph(graph::GraphArgs),
+    /// Print the completion script of a shell (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Write man pages of cdnlab and each of its verbs into a directory.
+    Manuals(manuals::ManualsArgs),
 }
 
 /// Runs the command line; returns the process exit status.
 pub fn main() -> i32 {
-    // Output piped into `head` ends the command quietly, as for any Unix tool, instead of a
-    // panic on the broken pipe (Rust ignores SIGPIPE by default).
-    // SAFETY: restoring a signal's default disposition at start-up, before any thread exists.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // SIGPIPE stays ignored (Rust's default): output piped into `head` is dropped by `say!`
+    // and the verb finishes, so a `cdnlab run … | head -1` still takes its lab down rather
+    // than dying half-way with the lab up.
     let cli = Cli::parse();
     // Diagnostics (a benchmark's progress, …) go through `tracing` to stderr; what a verb
     // answers is plain text on stdout.
@@ -108,6 +121,10 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
             | Verb::Pricing(_)
             | Verb::Replication(_)
             | Verb::P2p(_)
+            | Verb::Completions(_)
+            | Verb::Manuals(_)
+            | Verb::Check(_)
+            | Verb::Graph(_)
     ) {
         warn_abandoned();
     }
@@ -126,6 +143,10 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
         Verb::Pricing(verb) => pricing::run(verb),
         Verb::Replication(verb) => replication::run(verb),
         Verb::P2p(verb) => p2p::run(verb),
+        Verb::Check(args) => check::run(args),
+        Verb::Graph(args) => graph::run(args),
+        Verb::Completions(args) => completions::run(args),
+        Verb::Manuals(args) => manuals::run(args),
     }
 }
 

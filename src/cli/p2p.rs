@@ -49,9 +49,9 @@ pub fn run(verb: P2pVerb) -> Result<(), Failure> {
             if json {
                 let text =
                     serde_json::to_string_pretty(&reports).map_err(|e| failure(e.to_string()))?;
-                println!("{text}");
+                crate::say!("{text}");
             } else {
-                print!("{}", crate::p2p::report::table(&reports));
+                crate::say_text!("{}", crate::p2p::report::table(&reports));
             }
         }
         P2pVerb::Reproduce {
@@ -70,8 +70,8 @@ pub fn run(verb: P2pVerb) -> Result<(), Failure> {
             }
             params.systems().map_err(usage_error)?;
             let summary = crate::p2p::reproduce::reproduce(&out, &params, seed).map_err(failure)?;
-            print!("{summary}");
-            println!("\nresults: {}", out.display());
+            crate::say_text!("{summary}");
+            crate::say!("\nresults: {}", out.display());
         }
     }
     Ok(())

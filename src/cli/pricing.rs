@@ -22,8 +22,8 @@ pub fn run(verb: PricingVerb) -> Result<(), Failure> {
     match verb {
         PricingVerb::Reproduce { out, seed } => {
             let summary = crate::pricing::reproduce::reproduce(&out, seed).map_err(failure)?;
-            print!("{summary}");
-            println!("\nresults: {}", out.display());
+            crate::say_text!("{summary}");
+            crate::say!("\nresults: {}", out.display());
             Ok(())
         }
     }

@@ -35,11 +35,11 @@ pub fn run(verb: ReplicationVerb) -> Result<(), Failure> {
         ReplicationVerb::Reproduce { out, seed, quick } => {
             let summary =
                 crate::replication::reproduce::reproduce(&out, seed, quick).map_err(failure)?;
-            print!("{summary}");
-            println!("\nresults: {}", out.display());
+            crate::say_text!("{summary}");
+            crate::say!("\nresults: {}", out.display());
         }
         ReplicationVerb::Bench { quick, seed } => {
-            print!(
+            crate::say_text!(
                 "{}",
                 crate::replication::bench::bench(quick, seed).map_err(failure)?
             );

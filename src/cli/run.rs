@@ -15,6 +15,10 @@ pub struct RunArgs {
     /// Stop clients still running after this long (tc time units).
     #[arg(long, default_value = "600s")]
     timeout: String,
+    /// Print the run's summary (`summary.json`: every client's results, and `results`: the run
+    /// directory) as JSON instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
@@ -27,12 +31,21 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         crate::run::RunOptions {
             up: args.topology.up_options(),
             out_dir: out.clone(),
-            topology_file: args.topology.topology.clone(),
+            topology_file: args.topology.file.topology.clone(),
             client_timeout,
         },
     )?;
-    print!("{}", crate::run::summary::table(&summary));
-    println!("results: {}", out.display());
+    if args.json {
+        let mut json = serde_json::to_value(&summary).unwrap_or_default();
+        json["results"] = out.display().to_string().into();
+        crate::say!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+    } else {
+        crate::say_text!("{}", crate::run::summary::table(&summary));
+        crate::say!("results: {}", out.display());
+    }
     let failed = summary.clients.iter().filter(|c| c.failed).count();
     if failed > 0 {
         return Err(failure(format!("{failed} client(s) failed")));

@@ -56,7 +56,7 @@ pub fn run(args: StatusArgs) -> Result<(), Failure> {
             "nodes": nodes,
             "links": crate::lab::directions::json(&state),
         });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        crate::say!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return Ok(());
     }
     let shaper_text = match &shaper_json {
@@ -67,7 +67,7 @@ pub fn run(args: StatusArgs) -> Result<(), Failure> {
         ),
         None => String::new(),
     };
-    println!(
+    crate::say!(
         "lab {}{} — {} link backend{}",
         state.lab,
         if state.ready { "" } else { " (not ready)" },
@@ -75,9 +75,9 @@ pub fn run(args: StatusArgs) -> Result<(), Failure> {
         shaper_text
     );
     if let Err(dead) = shaper::check_alive(&state) {
-        println!("{dead}");
+        crate::say!("{dead}");
     }
-    println!("\n{:<16} {:<18} ADDRESSES", "NODE", "PROCESS");
+    crate::say!("\n{:<16} {:<18} ADDRESSES", "NODE", "PROCESS");
     for node in &nodes {
         let process = match &node["process"] {
             Value::Null => "-".to_string(),
@@ -96,29 +96,31 @@ pub fn run(args: StatusArgs) -> Result<(), Failure> {
                 )
             })
             .collect();
-        println!(
+        crate::say!(
             "{:<16} {:<18} {}",
             node["name"].as_str().unwrap_or(""),
             process,
             addresses.join(", ")
         );
     }
-    println!();
+    crate::say!();
     print_links(&state, false)
 }
 
 pub fn print_links(state: &LabState, as_json: bool) -> Result<(), Failure> {
     let links = crate::lab::directions::json(state);
     if as_json {
-        println!(
+        crate::say!(
             "{}",
             serde_json::to_string_pretty(&links).unwrap_or_default()
         );
         return Ok(());
     }
-    println!(
+    crate::say!(
         "{:<28} {:<30} {:<44} SHAPER",
-        "LINK", "DIRECTION", "IMPAIRMENTS"
+        "LINK",
+        "DIRECTION",
+        "IMPAIRMENTS"
     );
     for link in &links {
         let to: Vec<&str> = link["to"]
@@ -142,7 +144,7 @@ pub fn print_links(state: &LabState, as_json: bool) -> Result<(), Failure> {
                 s["queued"]
             ),
         };
-        println!(
+        crate::say!(
             "{:<28} {:<30} {:<44} {}",
             link["segment"].as_str().unwrap_or(""),
             direction,

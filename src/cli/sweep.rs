@@ -46,6 +46,10 @@ pub struct SweepArgs {
     /// Run nothing: tabulate and plot the runs already in --out.
     #[arg(long, requires = "out")]
     replot: bool,
+    /// Continue the interrupted sweep in DIR (given the flags it was started with): the
+    /// combinations that finished are kept, the others run; then the tables and plots of all.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "replot"])]
+    resume: Option<PathBuf>,
 }
 
 pub fn run(mut args: SweepArgs) -> Result<(), Failure> {
@@ -67,7 +71,11 @@ pub fn run(mut args: SweepArgs) -> Result<(), Failure> {
         args.vary.insert(0, (REPEAT.to_string(), repeats));
         args.replicates = Some(REPEAT.to_string());
     }
-    let out = args.out.unwrap_or_else(|| default_out_dir("sweep"));
+    let resume = args.resume.is_some();
+    let out = args
+        .resume
+        .or(args.out)
+        .unwrap_or_else(|| default_out_dir("sweep"));
     interrupt::install();
     let report = crate::sweep::sweep(&crate::sweep::SweepOptions {
         topology: args.topology,
@@ -79,6 +87,7 @@ pub fn run(mut args: SweepArgs) -> Result<(), Failure> {
         series: args.series,
         replicates: args.replicates,
         replot: args.replot,
+        resume,
         run_flags: vec![
             "--link-backend".into(),
             args.link_backend.name().into(),
@@ -87,7 +96,7 @@ pub fn run(mut args: SweepArgs) -> Result<(), Failure> {
         ],
     })
     .map_err(failure)?;
-    print!("{report}");
+    crate::say_text!("{report}");
     Ok(())
 }
 

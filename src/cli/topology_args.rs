@@ -1,12 +1,14 @@
-//! The flags of the verbs that bring a lab up from a topology file (`up`, `run`).
+//! The flags of the verbs that read a topology file (`check`, `graph`) and of those that bring
+//! a lab up from one (`up`, `run`).
 
 use super::Failure;
 use crate::lab::{self, BackendChoice};
 use crate::topology::{self, LoadOptions};
 use std::path::PathBuf;
 
+/// A topology file and what the command line changes in it.
 #[derive(clap::Args)]
-pub struct TopologyArgs {
+pub struct TopologyFile {
     /// The topology file (TOML; see topologies/README.md).
     pub topology: PathBuf,
     /// Lab name (default: the file's `name`).
@@ -15,6 +17,25 @@ pub struct TopologyArgs {
     /// Override a variable of the file's [vars]: `--set internet_delay=200ms`.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = topology::parse_set)]
     pub set: Vec<(String, String)>,
+}
+
+impl TopologyFile {
+    /// The topology file read, with --name and --set applied.
+    pub fn load(&self) -> Result<topology::Topology, Failure> {
+        Ok(topology::load(
+            &self.topology,
+            &LoadOptions {
+                name: self.name.as_deref(),
+                set: &self.set,
+            },
+        )?)
+    }
+}
+
+#[derive(clap::Args)]
+pub struct TopologyArgs {
+    #[command(flatten)]
+    pub file: TopologyFile,
     #[command(flatten)]
     pub emulation: EmulationArgs,
 }
@@ -33,13 +54,7 @@ pub struct EmulationArgs {
 impl TopologyArgs {
     /// The topology file read, with --name and --set applied.
     pub fn load(&self) -> Result<topology::Topology, Failure> {
-        Ok(topology::load(
-            &self.topology,
-            &LoadOptions {
-                name: self.name.as_deref(),
-                set: &self.set,
-            },
-        )?)
+        self.file.load()
     }
 
     /// `up`'s options (clients write into the lab's state directory).

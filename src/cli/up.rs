@@ -13,7 +13,7 @@ pub fn run(args: TopologyArgs) -> Result<(), Failure> {
         state.owner = None;
         Ok(())
     })?;
-    println!(
+    crate::say!(
         "lab `{}` is up ({} nodes, {} link backend); `cdnlab status {}` shows it, `cdnlab down {}` removes it",
         state.lab,
         state.topology.nodes.len(),

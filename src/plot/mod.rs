@@ -59,9 +59,18 @@ pub fn svg(
     what: &str,
     draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
 ) -> Result<String, String> {
+    svg_of_size(what, SIZE, draw)
+}
+
+/// [`svg`] on a drawing of `size` pixels.
+pub fn svg_of_size(
+    what: &str,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
+) -> Result<String, String> {
     let mut text = String::new();
     {
-        let root = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| format!("{what}: {e}"))?;
         draw(&root).map_err(|e| format!("{what}: {e}"))?;
         root.present().map_err(|e| format!("{what}: {e}"))?;

@@ -92,7 +92,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub fn finish(dir: &Path, node: &str, result: Result<ClientSummary, String>) -> Result<(), String> {
     let summary = result.unwrap_or_else(|error| ClientSummary::failure(node, error));
     write(dir, &summary).map_err(|e| e.to_string())?;
-    println!(
+    crate::say!(
         "{}",
         serde_json::to_string(&summary).map_err(|e| e.to_string())?
     );

@@ -1,12 +1,13 @@
 //! `cdnlab run`: bring a lab up, start its clients, play its timeline, collect every client's
 //! results, tear the lab down, and write the run directory.
 
+pub mod progress;
 pub mod segments_plot;
 pub mod summary;
 
 use crate::lab::{self, control, events, interrupt, process, LabState};
 use crate::roles::summary::ClientSummary;
-use crate::topology::{TimelineAction, Topology};
+use crate::topology::{describe_action, TimelineAction, Topology};
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -81,12 +82,23 @@ fn play(state: &mut LabState, timeout: Duration) -> lab::Result<Vec<ClientSummar
     let mut statuses: Vec<(usize, Option<std::process::ExitStatus>)> = Vec::new();
     let timeline = state.topology.timeline.clone();
     let mut next_event = 0;
+    let mut progress = progress::Progress::new(
+        clients
+            .iter()
+            .map(|&n| {
+                let name = &state.topology.nodes[n].name;
+                (name.clone(), state.out_dir.join(name))
+            })
+            .collect(),
+    );
     loop {
         let elapsed = start.elapsed();
         while next_event < timeline.len()
             && Duration::from_nanos(timeline[next_event].at_ns) <= elapsed
         {
-            apply(state, &timeline[next_event].action)?;
+            let action = &timeline[next_event].action;
+            apply(state, action)?;
+            progress.event(elapsed, &describe_action(&state.topology, action));
             next_event += 1;
         }
         running.retain_mut(|(n, child)| match child.as_mut().map(|c| c.try_wait()) {
@@ -103,6 +115,14 @@ fn play(state: &mut LabState, timeout: Duration) -> lab::Result<Vec<ClientSummar
         if running.is_empty() {
             break;
         }
+        let finished: Vec<(String, bool)> = statuses
+            .iter()
+            .map(|(n, status)| {
+                let ok = status.is_some_and(|s| s.success());
+                (state.topology.nodes[*n].name.clone(), ok)
+            })
+            .collect();
+        progress.tick(elapsed, &finished);
         if elapsed > timeout {
             for (n, _) in &running {
                 process::stop_node(state, *n)?;

@@ -31,6 +31,55 @@ pub struct SweepOptions {
     pub run_flags: Vec<String>,
     /// Run nothing: tabulate and plot the runs already in `out_dir`.
     pub replot: bool,
+    /// Continue the sweep in `out_dir`: run only the combinations with no `summary.json`.
+    pub resume: bool,
+}
+
+/// The file in a sweep's directory that records what defines its runs, so `--resume` can tell
+/// it is continuing the same sweep.
+pub const PLAN_FILE: &str = "sweep.json";
+
+/// What defines a sweep's runs: the topology, its variables, every run's flags.
+fn plan(options: &SweepOptions) -> serde_json::Value {
+    serde_json::json!({
+        "topology": options.topology,
+        "set": options.set,
+        "vary": options.vary,
+        "run_flags": options.run_flags,
+    })
+}
+
+/// For `--resume`: the sweep in `out_dir` must be this one; names what differs if not.
+fn check_resumable(options: &SweepOptions) -> Result<(), String> {
+    let path = options.out_dir.join(PLAN_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "--resume {}: no {PLAN_FILE} ({e}): not a sweep directory this cdnlab wrote",
+            options.out_dir.display()
+        )
+    })?;
+    let recorded: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let current = plan(options);
+    let differs: Vec<String> = ["topology", "set", "vary", "run_flags"]
+        .iter()
+        .filter(|key| recorded.get(**key) != current.get(**key))
+        .map(|key| {
+            format!(
+                "{key}: it was {} and is now {}",
+                recorded[*key], current[*key]
+            )
+        })
+        .collect();
+    if differs.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "--resume {}: a different sweep ({}); give the flags it was started with",
+            options.out_dir.display(),
+            differs.join("; ")
+        ))
+    }
 }
 
 /// Runs the sweep; returns the text it prints at the end (tables and files written).
@@ -40,13 +89,29 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     if options.replot {
         return collect(options, &runs, &runs_dir, Duration::ZERO, &[]);
     }
+    if options.resume {
+        check_resumable(options)?;
+    }
     std::fs::create_dir_all(&runs_dir).map_err(|e| format!("{}: {e}", runs_dir.display()))?;
+    let plan_path = options.out_dir.join(PLAN_FILE);
+    std::fs::write(&plan_path, plan(options).to_string() + "\n")
+        .map_err(|e| format!("{}: {e}", plan_path.display()))?;
+    // Resuming, a combination with a summary is done; the others (never started, interrupted,
+    // failed) run again.
+    let done = |i: usize| {
+        options.resume
+            && run_dir(&runs_dir, i, &runs[i])
+                .join("summary.json")
+                .is_file()
+    };
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate cdnlab: {e}"))?;
     // Lab names must be unique on the machine and short: `sw` + this sweep's pid (unique among
     // running sweeps; at most 7 digits) + the index. A leftover lab of a dead sweep whose pid
     // came round again makes that run fail with "already up", never touches the old lab.
     let stamp = std::process::id();
+    let mut pending: Vec<usize> = (0..runs.len()).rev().filter(|&i| !done(i)).collect();
     let bar = indicatif::ProgressBar::new(runs.len() as u64);
+    bar.set_position((runs.len() - pending.len()) as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{elapsed_precise} [{bar:30}] {pos}/{len} runs  {msg}",
@@ -54,7 +119,6 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let started = Instant::now();
-    let mut pending: Vec<usize> = (0..runs.len()).rev().collect();
     let mut running: Vec<(usize, Child)> = Vec::new();
     let mut failed_runs = Vec::new();
     while !pending.is_empty() || !running.is_empty() {
@@ -219,5 +283,43 @@ mod tests {
             set_arguments(&set, &run),
             ["--set", "chunks=100", "--set", "internet_delay=50ms"]
         );
+    }
+
+    fn options(out_dir: PathBuf, vary: &[&str]) -> SweepOptions {
+        SweepOptions {
+            topology: "topologies/chain.toml".into(),
+            set: vec![("a".into(), "1".into())],
+            vary: vec![(
+                "internet_delay".into(),
+                vary.iter().map(|v| v.to_string()).collect(),
+            )],
+            parallel: 1,
+            out_dir,
+            plots: Vec::new(),
+            series: "policy".into(),
+            replicates: None,
+            run_flags: vec!["--timeout".into(), "60s".into()],
+            replot: false,
+            resume: true,
+        }
+    }
+
+    #[test]
+    fn only_the_same_sweep_resumes() {
+        let dir = std::env::temp_dir().join(format!("cdnlab-resume-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let started = options(dir.clone(), &["0ms", "50ms"]);
+        let missing = check_resumable(&started).unwrap_err();
+        assert!(missing.contains("no sweep.json"), "{missing}");
+        std::fs::write(dir.join(PLAN_FILE), plan(&started).to_string()).unwrap();
+        assert_eq!(check_resumable(&started), Ok(()));
+        let other = check_resumable(&options(dir.clone(), &["0ms", "100ms"])).unwrap_err();
+        assert!(other.contains("a different sweep (vary: it was"), "{other}");
+        assert!(!other.contains("topology:"), "{other}");
+        std::fs::write(dir.join(PLAN_FILE), "{").unwrap();
+        assert!(check_resumable(&started)
+            .unwrap_err()
+            .contains("sweep.json"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -7,6 +7,7 @@
 mod addressing;
 mod aggregate;
 mod conditions;
+mod describe;
 mod error;
 mod flags;
 mod graph;
@@ -25,6 +26,7 @@ mod vars;
 #[cfg(test)]
 mod tests;
 
+pub use describe::{describe, describe_action};
 pub use error::{Problem, Span, TopologyError};
 pub use flags::ChangeFlags;
 pub use impairments::{

@@ -1,7 +1,9 @@
-//! Shared by the root-only integration tests: run the built binaries, and a lab guard that
-//! removes its lab even when the test fails.
+//! Shared by the integration tests: their harness (what each test needs of the machine), running
+//! the built binaries, and a lab guard that removes its lab even when the test fails.
 
 #![allow(dead_code)] // Each test binary uses a different part of this module.
+
+pub mod harness;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -14,19 +16,45 @@ pub fn probe() -> &'static str {
     env!("CARGO_BIN_EXE_probe")
 }
 
-/// True when the test can create namespaces; otherwise it says why it is skipped.
-pub fn can_run_labs() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        // CI runs as root: there, a skip would hide a broken setup.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the lab tests as root"
-        );
-        eprintln!("skipped: needs root to create network namespaces");
-        return false;
-    }
-    true
+/// The repository's root (the root crate's manifest directory).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A finished command's stdout and stderr, for a failure message.
+pub fn text(output: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The JSON in `path`, if it is there and whole.
+pub fn read_json(path: &Path) -> Option<serde_json::Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// Runs `docker ARGS` and returns its output.
+pub fn docker(args: &[&str]) -> Output {
+    Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker runs")
+}
+
+/// Builds the testbed's image from the test's own binaries (`scripts/build-image.sh`).
+pub fn build_image(tag: &str) {
+    let bin_dir = Path::new(cdnlab())
+        .parent()
+        .expect("the binaries' directory");
+    let build = Command::new(repo_root().join("scripts/build-image.sh"))
+        .arg("--bin-dir")
+        .arg(bin_dir)
+        .args(["--tag", tag])
+        .output()
+        .expect("build-image.sh runs");
+    assert!(build.status.success(), "build-image.sh: {}", text(&build));
 }
 
 /// Runs `cdnlab ARGS` and returns its output.

@@ -2,6 +2,7 @@
 //! routes computed for small and large topologies.
 
 mod conditions;
+mod describe;
 mod errors;
 mod format;
 mod routing;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Tries the README's two quick-start commands on a fresh Debian 12 that has only a Rust
+# toolchain and root: a minimal root filesystem made by debootstrap from Debian's packages,
+# imported as a Docker image, run as a privileged container (network namespaces need it) with
+# this machine's stable Rust toolchain mounted read-only and a fresh clone of this repository.
+# Nothing else is installed in it beforehand: the commands install what they need. There is no
+# Docker engine inside, so the tests that need one are reported as skipped.
+#
+#   scripts/fresh-machine-check.sh [WORK_DIR]      (as root; needs debootstrap, git and Docker)
+#
+# WORK_DIR (default /var/tmp/cdnlab-fresh) keeps the root filesystem between tries; the clone,
+# the container and the image are made anew each time and removed at the end. The transcript
+# goes to WORK_DIR/transcript.log.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=${1:-/var/tmp/cdnlab-fresh}
+toolchain=$(rustc --print sysroot)
+image=cdnlab-fresh:bookworm
+name=cdnlab-fresh-check
+
+mkdir -p "$work"
+if [ ! -x "$work/rootfs/bin/bash" ]; then
+  debootstrap --variant=minbase bookworm "$work/rootfs" http://deb.debian.org/debian
+fi
+rm -rf "$work/cdnlab"
+git clone -q "$repo" "$work/cdnlab"
+
+cleanup() {
+  docker rm -f "$name" >/dev/null 2>&1 || true
+  docker rmi "$image" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+cleanup
+tar -C "$work/rootfs" -c . | docker import - "$image" >/dev/null
+
+# The README's commands, as a new user types them; cargo's home (crates, cargo-nextest) is the
+# container's own.
+commands='
+set -e
+cd /cdnlab
+scripts/setup.sh && cargo build --release && ./target/release/cdnlab run topologies/interconnected-cdn.toml
+scripts/setup.sh --tests && cargo nextest run --workspace --release
+'
+docker run --name "$name" --privileged \
+  -v "$toolchain:/opt/rust:ro" -v "$work/cdnlab:/cdnlab" \
+  -e PATH=/root/.cargo/bin:/opt/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  -e CARGO_HOME=/root/.cargo -e HOME=/root \
+  "$image" bash -c "$commands" 2>&1 | tee "$work/transcript.log"
+exit "${PIPESTATUS[0]}"
