@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tries the README's two quick-start commands on a fresh Debian 12 that has only a Rust
 # toolchain and root: a minimal root filesystem made by debootstrap from Debian's packages,
-# imported as a Docker image, run as a privileged container (network namespaces need it) with
+# imported as a Docker image, run as a container with the capabilities a lab uses (namespaces,
+# links, NFQUEUE rules, raw sockets for ping, the shaper's real-time priority) with
 # this machine's stable Rust toolchain mounted read-only and a fresh clone of this repository.
 # Nothing else is installed in it beforehand: the commands install what they need. There is no
 # Docker engine inside, so the tests that need one are reported as skipped.
@@ -41,7 +42,11 @@ cd /cdnlab
 scripts/setup.sh && cargo build --release && ./target/release/cdnlab run topologies/interconnected-cdn.toml
 scripts/setup.sh --tests && cargo nextest run --workspace --release
 '
-docker run --name "$name" --privileged \
+# Not --privileged: some engines (this project's CI machines among them) cannot apply all
+# capabilities; these are the ones a lab needs.
+docker run --name "$name" \
+  --cap-add SYS_ADMIN --cap-add NET_ADMIN --cap-add NET_RAW --cap-add SYS_NICE \
+  --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
   -v "$toolchain:/opt/rust:ro" -v "$work/cdnlab:/cdnlab" \
   -e PATH=/root/.cargo/bin:/opt/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   -e CARGO_HOME=/root/.cargo -e HOME=/root \
