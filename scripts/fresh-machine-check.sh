@@ -37,17 +37,23 @@ tar -C "$work/rootfs" -c . | docker import - "$image" >/dev/null
 # The README's commands, as a new user types them; cargo's home (crates, cargo-nextest) is the
 # container's own.
 commands='
-set -e
-cd /cdnlab
-scripts/setup.sh && cargo build --release && ./target/release/cdnlab run topologies/interconnected-cdn.toml
+cd /cdnlab || exit
+scripts/setup.sh && cargo build --release && ./target/release/cdnlab run topologies/interconnected-cdn.toml || exit
 scripts/setup.sh --tests && cargo nextest run --workspace --release
 '
+# The CA certificates this machine adds to Debian's (a TLS-inspecting proxy's, say) go in too, so
+# the container reaches crates.io where this machine does; ca-certificates, which setup.sh
+# installs, takes them into its bundle.
+local_cas=()
+if [ -d /usr/local/share/ca-certificates ]; then
+  local_cas=(-v /usr/local/share/ca-certificates:/usr/local/share/ca-certificates:ro)
+fi
 # Not --privileged: some engines (this project's CI machines among them) cannot apply all
 # capabilities; these are the ones a lab needs.
 docker run --name "$name" \
   --cap-add SYS_ADMIN --cap-add NET_ADMIN --cap-add NET_RAW --cap-add SYS_NICE \
   --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
-  -v "$toolchain:/opt/rust:ro" -v "$work/cdnlab:/cdnlab" \
+  -v "$toolchain:/opt/rust:ro" -v "$work/cdnlab:/cdnlab" "${local_cas[@]}" \
   -e PATH=/root/.cargo/bin:/opt/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   -e CARGO_HOME=/root/.cargo -e HOME=/root \
   "$image" bash -c "$commands" 2>&1 | tee "$work/transcript.log"
