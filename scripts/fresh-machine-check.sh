@@ -2,7 +2,8 @@
 # Tries the README's two quick-start commands on a fresh Debian 12 that has only a Rust
 # toolchain and root: a minimal root filesystem made by debootstrap from Debian's packages,
 # imported as a Docker image, run as a container with the capabilities a lab uses (namespaces,
-# links, NFQUEUE rules, raw sockets for ping, the shaper's real-time priority) with
+# links, NFQUEUE rules, raw sockets for ping, the shaper's real-time priority, a writable
+# /proc/sys for forwarding) with
 # this machine's stable Rust toolchain mounted read-only and a fresh clone of this repository.
 # Nothing else is installed in it beforehand: the commands install what they need. There is no
 # Docker engine inside, so the tests that need one are reported as skipped.
@@ -53,6 +54,7 @@ fi
 docker run --name "$name" \
   --cap-add SYS_ADMIN --cap-add NET_ADMIN --cap-add NET_RAW --cap-add SYS_NICE \
   --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+  --security-opt systempaths=unconfined \
   -v "$toolchain:/opt/rust:ro" -v "$work/cdnlab:/cdnlab" "${local_cas[@]}" \
   -e PATH=/root/.cargo/bin:/opt/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   -e CARGO_HOME=/root/.cargo -e HOME=/root \
