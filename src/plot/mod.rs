@@ -10,6 +10,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
+/// The width of an error bar's caps, in pixels.
+const ERROR_CAP_PX: u32 = 8;
+
 /// Every figure's size in pixels.
 pub const SIZE: (u32, u32) = (720, 440);
 
@@ -118,13 +121,7 @@ pub fn render_lines(figure: &Figure) -> Result<String, String> {
             .draw()
             .map_err(|e| e.to_string())?;
         for (i, (name, points)) in figure.series.iter().enumerate() {
-            line(
-                &mut chart,
-                name,
-                points,
-                COLORS[i % COLORS.len()],
-                pad / 2.0,
-            )?;
+            line(&mut chart, name, points, COLORS[i % COLORS.len()])?;
         }
         legend(&mut chart)
     })
@@ -136,14 +133,13 @@ pub fn lines(path: &Path, figure: &Figure) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// A line with a dot at each point and error bars `cap` wide where a point has one, labelled
+/// A line with a dot at each point and plotters' error bars where a point has one, labelled
 /// for the legend. Points that are not finite are left out.
 pub fn line(
     chart: &mut Chart,
     name: &str,
     points: &[Point],
     color: RGBColor,
-    cap: f64,
 ) -> Result<(), String> {
     let points: Vec<&Point> = points
         .iter()
@@ -165,12 +161,16 @@ pub fn line(
         )
         .map_err(|e| e.to_string())?;
     chart
-        .draw_series(
-            points
-                .iter()
-                .filter(|p| p.error > 0.0)
-                .map(|p| error_bar(p, cap, color)),
-        )
+        .draw_series(points.iter().filter(|p| p.error > 0.0).map(|p| {
+            ErrorBar::new_vertical(
+                p.x,
+                p.y - p.error,
+                p.y,
+                p.y + p.error,
+                color.stroke_width(1),
+                ERROR_CAP_PX,
+            )
+        }))
         .map_err(|e| e.to_string())?;
     Ok(())
 }
@@ -198,21 +198,6 @@ pub fn axis_number(y: f64) -> String {
 
 /// A vertical bar from y − error to y + error with caps `cap` wide on each side. A path rather
 /// than plotters' `ErrorBar`, which needs the `errorbar` feature the crate does not enable.
-fn error_bar(point: &Point, cap: f64, color: RGBColor) -> PathElement<(f64, f64)> {
-    let (x, low, high) = (point.x, point.y - point.error, point.y + point.error);
-    PathElement::new(
-        vec![
-            (x - cap, low),
-            (x + cap, low),
-            (x, low),
-            (x, high),
-            (x - cap, high),
-            (x + cap, high),
-        ],
-        color.stroke_width(1),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +233,12 @@ mod tests {
             svg.contains("\nup\n") && svg.contains("\ngap\n"),
             "both in the legend"
         );
+        // The one error bar: its stem and two caps, in the first series' colour.
+        let bar_lines = svg
+            .lines()
+            .filter(|l| l.starts_with("<line") && l.contains("stroke=\"#D62728\""))
+            .count();
+        assert_eq!(bar_lines, 3, "{svg}");
     }
 
     #[test]

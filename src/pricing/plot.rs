@@ -44,7 +44,7 @@ pub fn sites(title: &str, theta: &[f64], prices: &[f64]) -> Result<String, Strin
         let points: Vec<Point> = (prices.iter().enumerate())
             .map(|(m, &p)| Point::new(m as f64 + 1.0, p))
             .collect();
-        line(&mut chart, "price p_m", &points, COLORS[1], 0.0)?;
+        line(&mut chart, "price p_m", &points, COLORS[1])?;
         legend(&mut chart)
     })
 }

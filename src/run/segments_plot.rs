@@ -18,19 +18,22 @@ const COLORS: [RGBColor; 4] = [
 /// Reads `segments.csv`: the columns `request_time_s`, `bitrate_bps` and `buffer_s` by header
 /// name. `None` if the file is missing or has none of them.
 fn read_segments(path: &Path) -> Option<Vec<(f64, f64, f64)>> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next()?.split(',').collect();
-    let column = |name: &str| header.iter().position(|h| *h == name);
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(path)
+        .ok()?;
+    let header = reader.headers().ok()?.clone();
+    let column = |name: &str| header.iter().position(|h| h == name);
     let (t, b, q) = (
         column("request_time_s")?,
         column("bitrate_bps")?,
         column("buffer_s")?,
     );
-    let rows = lines
-        .filter_map(|line| {
-            let cells: Vec<&str> = line.split(',').collect();
-            let number = |i: usize| cells.get(i)?.parse::<f64>().ok();
+    let rows = reader
+        .records()
+        .filter_map(|record| {
+            let record = record.ok()?;
+            let number = |i: usize| record.get(i)?.parse::<f64>().ok();
             Some((number(t)?, number(b)? / 1e6, number(q)?))
         })
         .collect();

@@ -1,7 +1,6 @@
-//! The little URL handling the CDN needs, without a URL crate: server origins (`BaseUrl`) that
-//! paths are appended to, and RFC 3986 §5 reference resolution for manifest parsers (relative
-//! segment URIs resolve against the manifest's URL). Neither percent-decodes nor normalizes
-//! case: URLs pass through as written, which is all a client that sends them back needs.
+//! The URL handling the CDN needs: server origins (`BaseUrl`) that paths are appended to, and
+//! reference resolution for manifest parsers (relative segment URIs resolve against the
+//! manifest's URL) by the `url` crate.
 
 use std::fmt;
 
@@ -129,180 +128,28 @@ impl<'de> Deserialize<'de> for BaseUrl {
     }
 }
 
-/// The five components of RFC 3986 Appendix B; `None` where the component is absent (which
-/// differs from empty: `?` alone is an empty query).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Parts<'a> {
-    scheme: Option<&'a str>,
-    authority: Option<&'a str>,
-    path: &'a str,
-    query: Option<&'a str>,
-    fragment: Option<&'a str>,
-}
-
-fn split(reference: &str) -> Parts<'_> {
-    let (rest, fragment) = match reference.split_once('#') {
-        Some((rest, fragment)) => (rest, Some(fragment)),
-        None => (reference, None),
-    };
-    let (rest, query) = match rest.split_once('?') {
-        Some((rest, query)) => (rest, Some(query)),
-        None => (rest, None),
-    };
-    // A scheme is the text before the first ':' if no '/' comes earlier and it is well-formed;
-    // otherwise the colon belongs to a relative path such as `a:b` → treated as path here,
-    // which RFC 3986 §4.2 asks writers to avoid anyway.
-    let (scheme, rest) = match rest.split_once(':') {
-        Some((scheme, after)) if is_scheme(scheme) => (Some(scheme), after),
-        _ => (None, rest),
-    };
-    let (authority, path) = match rest.strip_prefix("//") {
-        Some(after) => match after.find('/') {
-            Some(slash) => (Some(&after[..slash]), &after[slash..]),
-            None => (Some(after), ""),
-        },
-        None => (None, rest),
-    };
-    Parts {
-        scheme,
-        authority,
-        path,
-        query,
-        fragment,
-    }
-}
-
-fn is_scheme(s: &str) -> bool {
-    let mut bytes = s.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
-        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-}
-
 /// Resolves `reference` (absolute, network-path `//host/x`, absolute-path `/x` or relative
-/// `x`, `../x`, `?q`) against the absolute URL `base`, per RFC 3986 §5.2.2. Surrounding
-/// whitespace is trimmed (playlists carry it); inner whitespace or control characters are an
-/// error.
+/// `x`, `../x`, `?q`) against the absolute URL `base`: RFC 3986 §5.2 as the WHATWG URL
+/// standard has it (`url::Url::join`), which also normalizes what it resolves (a lower-case
+/// scheme and host, no default port, an empty path as `/`, non-ASCII percent-encoded).
+/// Surrounding whitespace is trimmed (playlists carry it); inner whitespace or control
+/// characters are an error, which the standard's parser would drop or encode silently.
 pub fn resolve(base: &str, reference: &str) -> Result<String, UrlError> {
     let reference = reference.trim();
-    if reference.bytes().any(|b| b.is_ascii_control() || b == b' ') {
-        return Err(UrlError {
-            url: reference.to_string(),
-            reason: "contains whitespace or control characters",
-        });
-    }
-    let b = split(base);
-    if b.scheme.is_none() {
-        return Err(UrlError {
-            url: base.to_string(),
-            reason: "the base URL must be absolute (have a scheme)",
-        });
-    }
-    let r = split(reference);
-    let target = if r.scheme.is_some() {
-        Parts {
-            path: &remove_dot_segments(r.path),
-            ..r
-        }
-        .compose()
-    } else if r.authority.is_some() {
-        Parts {
-            scheme: b.scheme,
-            path: &remove_dot_segments(r.path),
-            ..r
-        }
-        .compose()
-    } else if r.path.is_empty() {
-        Parts {
-            query: r.query.or(b.query),
-            fragment: r.fragment,
-            ..b
-        }
-        .compose()
-    } else {
-        let path = if r.path.starts_with('/') {
-            remove_dot_segments(r.path)
-        } else {
-            remove_dot_segments(&merge(&b, r.path))
-        };
-        Parts {
-            path: &path,
-            query: r.query,
-            fragment: r.fragment,
-            ..b
-        }
-        .compose()
+    let error = |url: &str, reason| UrlError {
+        url: url.to_string(),
+        reason,
     };
-    Ok(target)
-}
-
-impl Parts<'_> {
-    /// RFC 3986 §5.3.
-    fn compose(&self) -> String {
-        let mut out = String::new();
-        if let Some(scheme) = self.scheme {
-            out.push_str(scheme);
-            out.push(':');
-        }
-        if let Some(authority) = self.authority {
-            out.push_str("//");
-            out.push_str(authority);
-        }
-        out.push_str(self.path);
-        if let Some(query) = self.query {
-            out.push('?');
-            out.push_str(query);
-        }
-        if let Some(fragment) = self.fragment {
-            out.push('#');
-            out.push_str(fragment);
-        }
-        out
+    if reference.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        return Err(error(
+            reference,
+            "contains whitespace or control characters",
+        ));
     }
-}
-
-/// RFC 3986 §5.2.3: a relative path replaces the base path's last segment.
-fn merge(base: &Parts<'_>, relative: &str) -> String {
-    if base.authority.is_some() && base.path.is_empty() {
-        return format!("/{relative}");
-    }
-    match base.path.rfind('/') {
-        Some(slash) => format!("{}{relative}", &base.path[..=slash]),
-        None => relative.to_string(),
-    }
-}
-
-/// RFC 3986 §5.2.4, on whole segments: `.` disappears, `..` removes the previous segment and
-/// never climbs above the root.
-fn remove_dot_segments(path: &str) -> String {
-    let absolute = path.starts_with('/');
-    let mut out: Vec<&str> = Vec::new();
-    let segments: Vec<&str> = path.split('/').collect();
-    let last = segments.len() - 1;
-    // A path ending in `.` or `..` keeps a trailing slash (`a/b/..` → `a/`).
-    let mut trailing_slash = false;
-    for (i, segment) in segments.iter().enumerate() {
-        if absolute && i == 0 {
-            continue;
-        }
-        match *segment {
-            "." => trailing_slash = i == last,
-            ".." => {
-                out.pop();
-                trailing_slash = i == last;
-            }
-            s => {
-                out.push(s);
-                trailing_slash = false;
-            }
-        }
-    }
-    let mut result = String::with_capacity(path.len());
-    if absolute {
-        result.push('/');
-    }
-    result.push_str(&out.join("/"));
-    if trailing_slash && !result.ends_with('/') {
-        result.push('/');
-    }
-    result
+    let base_url = url::Url::parse(base)
+        .map_err(|_| error(base, "the base URL must be absolute (have a scheme)"))?;
+    base_url
+        .join(reference)
+        .map(String::from)
+        .map_err(|_| error(reference, "does not resolve against its base URL"))
 }

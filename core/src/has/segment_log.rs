@@ -71,34 +71,31 @@ impl SegmentRecord {
     }
 
     /// The record as a CSV line (no newline) under [`CSV_HEADER`]; hops as
-    /// `host:seconds;host:seconds`.
+    /// `host:seconds;host:seconds`, quoted by the csv crate where a host name needs it.
     pub fn to_csv_row(&self) -> String {
         let hops: Vec<String> = self
             .hops
             .iter()
             .map(|h| format!("{}:{:.6}", h.host, h.seconds))
             .collect();
-        format!(
-            "{},{},{},{},{:.6},{:.6},{:.4},{:.3},{}",
-            self.index,
-            self.quality,
-            self.bitrate_bps,
-            self.bytes,
-            self.request_time_s,
-            self.download_time_s,
-            self.throughput_mbps,
-            self.buffer_s,
-            csv_field(&hops.join(";"))
-        )
-    }
-}
-
-/// Quotes a CSV field that holds a comma, a quote or a line break (RFC 4180).
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
+        let cells = [
+            self.index.to_string(),
+            self.quality.to_string(),
+            self.bitrate_bps.to_string(),
+            self.bytes.to_string(),
+            format!("{:.6}", self.request_time_s),
+            format!("{:.6}", self.download_time_s),
+            format!("{:.4}", self.throughput_mbps),
+            format!("{:.3}", self.buffer_s),
+            hops.join(";"),
+        ];
+        let mut line = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        // Writing into memory cannot fail.
+        let _ = line.write_record(&cells);
+        let bytes = line.into_inner().unwrap_or_default();
+        String::from_utf8_lossy(bytes.strip_suffix(b"\n").unwrap_or(&bytes)).into_owned()
     }
 }
 

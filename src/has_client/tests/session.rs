@@ -30,11 +30,13 @@ impl OutDir {
     }
 
     fn csv_rows(&self) -> Vec<Vec<String>> {
-        let text = std::fs::read_to_string(self.0.join("segments.csv")).unwrap();
-        let mut lines = text.lines();
-        assert_eq!(lines.next(), Some(CSV_HEADER));
-        lines
-            .map(|l| l.split(',').map(str::to_string).collect())
+        let path = self.0.join("segments.csv");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().next(), Some(CSV_HEADER));
+        csv::Reader::from_path(&path)
+            .unwrap()
+            .records()
+            .map(|r| r.unwrap().iter().map(str::to_string).collect())
             .collect()
     }
 }

@@ -1,4 +1,5 @@
-//! RFC 3986 §5.4 reference resolution examples, and origins.
+//! RFC 3986 §5.4 reference resolution examples (as the WHATWG URL standard resolves them: `//g`
+//! is `http://g/`), and origins.
 
 use crate::cdn::{resolve, BaseUrl};
 
@@ -11,7 +12,7 @@ fn rfc3986_normal_and_abnormal_examples() {
         ("./g", "http://a/b/c/g"),
         ("g/", "http://a/b/c/g/"),
         ("/g", "http://a/g"),
-        ("//g", "http://g"),
+        ("//g", "http://g/"),
         ("?y", "http://a/b/c/d;p?y"),
         ("g?y", "http://a/b/c/g?y"),
         ("#s", "http://a/b/c/d;p?q#s"),
@@ -64,6 +65,11 @@ fn rfc3986_normal_and_abnormal_examples() {
     assert!(resolve("/relative/base", "g").is_err());
     assert!(resolve(base, "a b").is_err());
     assert!(resolve(base, "a\u{7}b").is_err());
+    assert_eq!(
+        resolve("HTTP://Dcs:80/v/master.m3u8", "720p/seg-1.ts").as_deref(),
+        Ok("http://dcs/v/720p/seg-1.ts"),
+        "scheme and host lower-cased, the default port dropped"
+    );
 }
 
 #[test]

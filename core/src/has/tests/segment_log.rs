@@ -39,9 +39,11 @@ fn a_row_has_the_header_columns_and_hops_as_host_seconds() {
 }
 
 #[test]
-fn a_host_with_a_comma_is_quoted() {
+fn a_host_with_a_comma_quote_or_line_break_is_quoted() {
     let row = record(vec![hop("a,\"b\"", 1.0)]).to_csv_row();
     assert!(row.ends_with(",\"a,\"\"b\"\":1.000000\""), "{row}");
+    let row = record(vec![hop("a\rb", 1.0)]).to_csv_row();
+    assert!(row.ends_with(",\"a\rb:1.000000\""), "{row}");
 }
 
 #[test]
