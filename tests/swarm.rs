@@ -79,6 +79,15 @@ impl Drop for SwarmGuard {
     }
 }
 
+/// The test's image, removed on drop whatever happened: the engine is left as it was found.
+struct ImageGuard;
+
+impl Drop for ImageGuard {
+    fn drop(&mut self) {
+        let _ = docker(&["rmi", IMAGE]);
+    }
+}
+
 /// A deployed stack; dropping it removes it and waits until nothing of it is left.
 struct Stack {
     name: String,
@@ -227,6 +236,9 @@ fn interconnected_cdns_play_on_a_swarm_as_in_a_lab() {
     let lab = lab_startups(&dir);
 
     build_image(IMAGE);
+    // Declared before the Swarm and the stacks, so dropped after them: removed once no task
+    // uses it.
+    let _image = ImageGuard;
     let _swarm = SwarmGuard::join();
     let _ = Stack { name: STACK.into() }.remove();
 
