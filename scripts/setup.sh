@@ -2,10 +2,11 @@
 # Installs what cdnlab needs on Debian or Ubuntu, and only what is missing, so it can run before
 # every build (the README's quick start does): CA certificates (cargo fetches crates over
 # HTTPS), a C compiler and libc headers (the `ring` crate compiles C), iproute2 (ip, tc),
-# iptables (iptables-legacy: the userspace link backend's NFQUEUE rules) and procps. With --tests, also what the tests use: iputils-ping, util-linux (setpriv),
-# binutils (strip, for the container image) and cargo-nextest (built from crates.io). Rust itself
-# comes from rustup (https://rustup.rs) and must be there already. Docker is not installed: the
-# tests that need it are reported as skipped without an engine.
+# iptables (iptables-legacy: the userspace link backend's NFQUEUE rules) and procps. With
+# --tests, also what the tests use: iputils-ping, util-linux (setpriv), binutils (strip, for the
+# container image), tcpdump (reads `cdnlab capture`'s files) and cargo-nextest (built from
+# crates.io). Rust itself comes from rustup (https://rustup.rs) and must be there already.
+# Docker is not installed: the tests that need it are reported as skipped without an engine.
 #
 #   scripts/setup.sh [--tests]          (as root)
 set -euo pipefail
@@ -28,7 +29,7 @@ fi
 
 packages=(ca-certificates gcc libc6-dev iproute2 iptables procps)
 if [ "$tests" = yes ]; then
-  packages+=(iputils-ping util-linux binutils)
+  packages+=(iputils-ping util-linux binutils tcpdump)
 fi
 missing=()
 for package in "${packages[@]}"; do

@@ -21,6 +21,7 @@
 pub use cdnlab_core::{cdn, fog, has, icn, lru, stats};
 
 pub mod bench;
+pub mod capture;
 pub mod cdn_roles;
 pub mod cli;
 pub mod compose;

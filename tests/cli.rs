@@ -1,6 +1,6 @@
 //! The `cdnlab` verbs that need no lab and no root: `check`, `graph` (and the checked-in
 //! pictures of the shipped topologies), `completions`, `manuals`, `--version` of every binary,
-//! and output into a closed pipe.
+//! output into a closed pipe, and `capture`'s refusals.
 
 mod common;
 
@@ -123,6 +123,30 @@ fn graph_writes_dot_and_mermaid_and_refuses_a_directory() {
     let out = run(&["graph", &topology("chain.toml"), "--out", "/tmp"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("is a directory"), "{}", text(&out));
+}
+
+/// `capture` refuses what it must not write to, and counts it cannot reach, before it looks
+/// for a lab: cdnlab runs as root, and a device named by mistake would be overwritten.
+#[test]
+fn capture_refuses_a_device_a_directory_and_a_zero_count() {
+    for (args, says) in [
+        (
+            &["-w", "/dev/null"][..],
+            "-w /dev/null: not a regular file or FIFO",
+        ),
+        (&["-w", "/tmp"], "-w /tmp: not a regular file or FIFO"),
+        (
+            &["-w", "x.pcap", "-c", "0"],
+            "--count: 0 packets would capture nothing",
+        ),
+        (&["-w", "x.pcap", "--duration", "5"], "--duration: "),
+    ] {
+        let mut argv = vec!["capture", "--lab", "no-such-lab", "a", "b"];
+        argv.extend(args);
+        let out = run(&argv);
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {}", text(&out));
+        assert!(text(&out).contains(says), "{argv:?}: {}", text(&out));
+    }
 }
 
 #[test]

@@ -29,14 +29,21 @@ pub enum LinkVerb {
     },
 }
 
+/// The two nodes a link joins, as the link verbs and `capture` name it.
+#[derive(Args)]
+pub(super) struct LinkEnds {
+    /// One end of the link.
+    pub a: String,
+    /// The other end.
+    pub b: String,
+}
+
 #[derive(Args)]
 pub struct SetArgs {
     #[command(flatten)]
     lab: LabFlag,
-    /// One end of the link.
-    a: String,
-    /// The other end.
-    b: String,
+    #[command(flatten)]
+    ends: LinkEnds,
     /// Change only traffic sent by this end (`--dir A-B` says the same as `--from A`).
     #[arg(long)]
     from: Option<String>,
@@ -58,7 +65,7 @@ pub fn run(verb: LinkVerb) -> Result<(), Failure> {
     }
 }
 
-fn node_index(state: &LabState, name: &str) -> Result<usize, Failure> {
+pub(super) fn node_index(state: &LabState, name: &str) -> Result<usize, Failure> {
     state
         .topology
         .nodes
@@ -74,7 +81,7 @@ fn node_index(state: &LabState, name: &str) -> Result<usize, Failure> {
 }
 
 /// The link segment joining nodes `a` and `b`.
-fn link_between(state: &LabState, a: &str, b: &str) -> Result<usize, Failure> {
+pub(super) fn link_between(state: &LabState, a: &str, b: &str) -> Result<usize, Failure> {
     let (a_index, b_index) = (node_index(state, a)?, node_index(state, b)?);
     state
         .topology
@@ -102,21 +109,22 @@ fn set(args: SetArgs) -> Result<(), Failure> {
             "nothing to change: give --delay, --jitter, --loss, --rate, --limit, …",
         ));
     }
-    let segment = link_between(&state, &args.a, &args.b)?;
+    let segment = link_between(&state, &args.ends.a, &args.ends.b)?;
     let from = match (&args.from, &args.dir) {
         (Some(_), Some(_)) => return Err(usage_error("give --from or --dir, not both")),
         (Some(from), None) => Some(from.clone()),
         (None, Some(dir)) => match dir.split_once('-') {
             Some((from, to))
-                if [from, to] == [&args.a, &args.b] || [to, from] == [&args.a, &args.b] =>
+                if [from, to] == [&args.ends.a, &args.ends.b]
+                    || [to, from] == [&args.ends.a, &args.ends.b] =>
             {
                 Some(from.to_string())
             }
             _ => {
                 return Err(usage_error(format!(
                     "--dir `{dir}`: expected {a}-{b} or {b}-{a}",
-                    a = args.a,
-                    b = args.b
+                    a = args.ends.a,
+                    b = args.ends.b
                 )))
             }
         },

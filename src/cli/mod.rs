@@ -2,6 +2,7 @@
 //! verb's flags and work live in its own file (`up.rs`, `run.rs`, …); the library does the rest.
 
 mod bench;
+mod capture;
 mod check;
 mod clean;
 mod completions;
@@ -48,6 +49,8 @@ enum Verb {
     /// Read or change link impairments at run time.
     #[command(subcommand)]
     Link(link::LinkVerb),
+    /// Write a link's packets as its receivers get them (after the emulation) to a pcap file.
+    Capture(capture::CaptureArgs),
     /// Stop the lab's processes and remove everything it created.
     Down(down::DownArgs),
     /// Remove every leftover of any lab (after a crash), without the topology file; with
@@ -133,6 +136,7 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
         Verb::Status(args) => status::run(args),
         Verb::Exec(args) => exec::run(args),
         Verb::Link(verb) => link::run(verb),
+        Verb::Capture(args) => capture::run(args),
         Verb::Down(args) => down::run(args),
         Verb::Clean(args) => clean::run(args),
         Verb::Run(args) => run::run(args),

@@ -14,7 +14,13 @@ const UNSENT_LIMIT: libc::c_int = 128 * 1024;
 /// for a few milliseconds during a fast stream, and the probe would measure its own drops.
 const UDP_BUFFER: libc::c_int = 4 * 1024 * 1024;
 
-fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+/// Sets an integer socket option of `fd`.
+pub fn set_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: `fd` is a live socket owned by the caller's socket object, and the option value
     // is a c_int whose size is passed alongside its address.
     let result = unsafe {
