@@ -88,11 +88,7 @@ fn leftovers(project: &str) -> Vec<String> {
         &["network", "ls", "-q"][..],
         &["volume", "ls", "-q"][..],
     ] {
-        let out = Command::new("docker")
-            .args(kind)
-            .args(["--filter", &label])
-            .output()
-            .expect("docker runs");
+        let out = common::docker(&[kind, &["--filter", &label]].concat());
         found.extend(
             String::from_utf8_lossy(&out.stdout)
                 .split_whitespace()

@@ -101,28 +101,21 @@ fn play(state: &mut LabState, timeout: Duration) -> lab::Result<Vec<ClientSummar
             progress.event(elapsed, &describe_action(&state.topology, action));
             next_event += 1;
         }
-        running.retain_mut(|(n, child)| match child.as_mut().map(|c| c.try_wait()) {
-            Some(Ok(None)) => true,
-            Some(Ok(Some(status))) => {
-                statuses.push((*n, Some(status)));
-                false
-            }
-            _ => {
-                statuses.push((*n, None));
-                false
-            }
+        running.retain_mut(|(n, child)| {
+            let status = match child.as_mut().map(|c| c.try_wait()) {
+                Some(Ok(None)) => return true,
+                Some(Ok(Some(status))) => Some(status),
+                _ => None,
+            };
+            let ok = status.is_some_and(|s| s.success());
+            progress.finished(&state.topology.nodes[*n].name, ok);
+            statuses.push((*n, status));
+            false
         });
         if running.is_empty() {
             break;
         }
-        let finished: Vec<(String, bool)> = statuses
-            .iter()
-            .map(|(n, status)| {
-                let ok = status.is_some_and(|s| s.success());
-                (state.topology.nodes[*n].name.clone(), ok)
-            })
-            .collect();
-        progress.tick(elapsed, &finished);
+        progress.tick(elapsed);
         if elapsed > timeout {
             for (n, _) in &running {
                 process::stop_node(state, *n)?;

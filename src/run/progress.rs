@@ -43,16 +43,64 @@ pub fn event_line(at: Duration, what: &str) -> String {
     format!("{:>7.1} s  event: {what}", at.as_secs_f64())
 }
 
-/// The rows (lines after the header) of a client's `segments.csv`, if it has one.
-fn segments_so_far(path: &std::path::Path) -> Option<usize> {
-    let text = std::fs::read_to_string(path).ok()?;
-    Some(text.lines().count().saturating_sub(1))
+/// The rows (lines after the header) of a client's `segments.csv` so far, counted as the file
+/// grows: each look reads only what was appended since the last, so a long run costs no more
+/// per look than a short one.
+struct SegmentRows {
+    path: PathBuf,
+    /// Bytes of the file read so far.
+    read: u64,
+    /// Whole lines (newlines) among them, the header's included.
+    lines: usize,
+}
+
+impl SegmentRows {
+    fn new(path: PathBuf) -> SegmentRows {
+        SegmentRows {
+            path,
+            read: 0,
+            lines: 0,
+        }
+    }
+
+    /// The rows so far, or `None` while the file does not exist.
+    fn rows(&mut self) -> Option<usize> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = std::fs::File::open(&self.path).ok()?;
+        let mut appended = Vec::new();
+        if file.seek(SeekFrom::Start(self.read)).is_ok() && file.read_to_end(&mut appended).is_ok()
+        {
+            self.read += appended.len() as u64;
+            self.lines += appended.iter().filter(|&&b| b == b'\n').count();
+        }
+        Some(self.lines.saturating_sub(1))
+    }
+}
+
+/// One client as the display knows it.
+struct Client {
+    name: String,
+    segments: SegmentRows,
+    /// Whether it succeeded, once it has finished.
+    finished: Option<bool>,
+}
+
+impl Client {
+    fn state(&mut self) -> ClientState {
+        match self.finished {
+            Some(true) => ClientState::Done,
+            Some(false) => ClientState::Failed,
+            None => self
+                .segments
+                .rows()
+                .map_or(ClientState::Running, ClientState::Segments),
+        }
+    }
 }
 
 /// The progress display of one run.
 pub struct Progress {
-    /// Each client's name and the `segments.csv` it may append to.
-    clients: Vec<(String, PathBuf)>,
+    clients: Vec<Client>,
     bar: Option<indicatif::ProgressBar>,
     last_shown: Option<Instant>,
 }
@@ -71,7 +119,11 @@ impl Progress {
         Progress {
             clients: clients
                 .into_iter()
-                .map(|(name, dir)| (name, dir.join("segments.csv")))
+                .map(|(name, dir)| Client {
+                    name,
+                    segments: SegmentRows::new(dir.join("segments.csv")),
+                    finished: None,
+                })
                 .collect(),
             bar,
             last_shown: None,
@@ -87,9 +139,15 @@ impl Progress {
         }
     }
 
-    /// Shows where the clients stand, if it is time to; `finished` holds each finished client's
-    /// name and whether it succeeded.
-    pub fn tick(&mut self, elapsed: Duration, finished: &[(String, bool)]) {
+    /// Client `name` has finished, successfully or not.
+    pub fn finished(&mut self, name: &str, ok: bool) {
+        if let Some(client) = self.clients.iter_mut().find(|c| c.name == name) {
+            client.finished = Some(ok);
+        }
+    }
+
+    /// Shows where the clients stand, if it is time to.
+    pub fn tick(&mut self, elapsed: Duration) {
         let every = if self.bar.is_some() {
             REDRAW_EVERY
         } else {
@@ -101,16 +159,8 @@ impl Progress {
         self.last_shown = Some(Instant::now());
         let states: Vec<(String, ClientState)> = self
             .clients
-            .iter()
-            .map(|(name, segments)| {
-                let state = match finished.iter().find(|(n, _)| n == name) {
-                    Some((_, true)) => ClientState::Done,
-                    Some((_, false)) => ClientState::Failed,
-                    None => segments_so_far(segments)
-                        .map_or(ClientState::Running, ClientState::Segments),
-                };
-                (name.clone(), state)
-            })
+            .iter_mut()
+            .map(|client| (client.name.clone(), client.state()))
             .collect();
         let text = line(elapsed, &states);
         match &self.bar {
@@ -157,15 +207,22 @@ mod tests {
     }
 
     #[test]
-    fn segments_are_the_rows_below_the_header() {
+    fn segments_are_the_rows_below_the_header_counted_as_the_file_grows() {
+        use std::io::Write;
         let dir = std::env::temp_dir().join(format!("cdnlab-progress-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("segments.csv");
-        assert_eq!(segments_so_far(&path), None);
-        std::fs::write(&path, "index,quality\n").unwrap();
-        assert_eq!(segments_so_far(&path), Some(0));
-        std::fs::write(&path, "index,quality\n0,1\n1,2\n").unwrap();
-        assert_eq!(segments_so_far(&path), Some(2));
+        let mut rows = SegmentRows::new(path.clone());
+        assert_eq!(rows.rows(), None);
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(b"index,quality\n").unwrap();
+        assert_eq!(rows.rows(), Some(0));
+        // A row half written is not counted until its newline arrives.
+        file.write_all(b"0,1\n1,").unwrap();
+        assert_eq!(rows.rows(), Some(1));
+        file.write_all(b"2\n").unwrap();
+        assert_eq!(rows.rows(), Some(2));
+        assert_eq!(rows.read, 22);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
