@@ -1,13 +1,17 @@
-//! A small XML reader for DASH MPDs: elements, attributes, text, comments, CDATA, processing
-//! instructions and a DOCTYPE (skipped), the five predefined entities and character
-//! references. Namespaces are reduced to local names (`<mpd:MPD>` is `MPD`), which is how MPD
-//! readers match elements. No DTD processing, so no entity expansion attacks; nesting depth is
-//! bounded, and the tree is built without recursion.
+//! DASH MPDs as a tree of elements, read with `roxmltree`: namespaces reduced to local names
+//! (`<mpd:MPD>` is `MPD`, as MPD readers match elements), text and CDATA directly inside an
+//! element joined, each element's line kept for error messages. A DOCTYPE's internal subset is
+//! read (packagers write one) but external entities are not fetched, roxmltree refuses entity
+//! expansion that loops or explodes, and the number of nodes and the nesting depth are
+//! bounded.
 
 use std::fmt;
 
 /// Deepest element nesting accepted; MPDs nest about 6 deep.
 pub(crate) const MAX_DEPTH: usize = 64;
+/// The most XML nodes (elements, attributes' owners, text, comments) one document may hold:
+/// an MPD of a two-hour video listing every 2 s segment of 10 renditions has about 40 000.
+const MAX_NODES: u32 = 1_000_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Element {
@@ -51,297 +55,64 @@ impl fmt::Display for XmlError {
     }
 }
 
-struct Reader<'a> {
-    text: &'a str,
-    pos: usize,
-    /// Line number at `line_pos`, advanced lazily (positions only grow).
-    line: usize,
-    line_pos: usize,
+/// One element without its children, which the caller attaches.
+fn element(doc: &roxmltree::Document<'_>, node: roxmltree::Node<'_, '_>) -> Element {
+    Element {
+        name: node.tag_name().name().to_string(),
+        attrs: node
+            .attributes()
+            .map(|a| (a.name().to_string(), a.value().to_string()))
+            .collect(),
+        children: Vec::new(),
+        text: node
+            .children()
+            .filter(|c| c.is_text())
+            .filter_map(|c| c.text())
+            .collect(),
+        line: doc.text_pos_at(node.range().start).row as usize,
+    }
 }
 
-impl<'a> Reader<'a> {
-    fn line_at(&mut self, pos: usize) -> usize {
-        let pos = pos.min(self.text.len());
-        if pos > self.line_pos {
-            self.line += self.text.as_bytes()[self.line_pos..pos]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count();
-            self.line_pos = pos;
-        }
-        self.line
-    }
-
-    fn error<T>(&mut self, at: usize, message: impl Into<String>) -> Result<T, XmlError> {
-        Err(XmlError {
-            line: self.line_at(at),
-            message: message.into(),
-        })
-    }
-
-    fn rest(&self) -> &'a str {
-        &self.text[self.pos..]
-    }
-
-    /// Moves past `end`, returning the text before it.
-    fn until(&mut self, end: &str, what: &str) -> Result<&'a str, XmlError> {
-        match self.rest().find(end) {
-            Some(i) => {
-                let found = &self.text[self.pos..self.pos + i];
-                self.pos += i + end.len();
-                Ok(found)
+/// Parses a document into its root element's tree.
+pub(crate) fn parse(text: &str) -> Result<Element, XmlError> {
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        nodes_limit: MAX_NODES,
+        ..roxmltree::ParsingOptions::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(text, options).map_err(|e| XmlError {
+        line: e.pos().row as usize,
+        message: e.to_string(),
+    })?;
+    // The tree is built without recursion: a stack of the open elements, each finished element
+    // attached to its parent once every child of it has been.
+    let root = doc.root_element();
+    let mut open: Vec<(Element, roxmltree::Children<'_, '_>)> =
+        vec![(element(&doc, root), root.children())];
+    let mut tree = None;
+    while let Some((_, children)) = open.last_mut() {
+        match children.find(|c| c.is_element()) {
+            Some(child) => {
+                if open.len() >= MAX_DEPTH {
+                    return Err(XmlError {
+                        line: doc.text_pos_at(child.range().start).row as usize,
+                        message: format!("elements nest deeper than {MAX_DEPTH}"),
+                    });
+                }
+                open.push((element(&doc, child), child.children()));
             }
             None => {
-                let at = self.pos;
-                self.error(at, format!("unterminated {what}"))
+                if let Some((done, _)) = open.pop() {
+                    match open.last_mut() {
+                        Some((parent, _)) => parent.children.push(done),
+                        None => tree = Some(done),
+                    }
+                }
             }
         }
     }
-
-    fn skip_space(&mut self) {
-        let rest = self.rest();
-        self.pos += rest.len() - rest.trim_start().len();
-    }
-
-    fn name(&mut self) -> Result<&'a str, XmlError> {
-        let rest = self.rest();
-        let len = rest
-            .find(|c: char| c.is_whitespace() || matches!(c, '/' | '>' | '=' | '<' | '"' | '\''))
-            .unwrap_or(rest.len());
-        if len == 0 {
-            let at = self.pos;
-            return self.error(at, "expected a name");
-        }
-        self.pos += len;
-        Ok(&rest[..len])
-    }
-}
-
-fn local(name: &str) -> &str {
-    name.rsplit_once(':').map_or(name, |(_, local)| local)
-}
-
-/// Parses a document into its root element.
-pub(crate) fn parse(text: &str) -> Result<Element, XmlError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut r = Reader {
-        text,
-        pos: 0,
+    tree.ok_or_else(|| XmlError {
         line: 1,
-        line_pos: 0,
-    };
-    // Open elements with their qualified names (end tags must match them exactly).
-    let mut stack: Vec<(Element, &str)> = Vec::new();
-    let mut root: Option<Element> = None;
-    while r.pos < text.len() {
-        let start = r.pos;
-        let rest = r.rest();
-        if rest.starts_with("<!--") {
-            r.pos += 4;
-            r.until("-->", "comment")?;
-        } else if rest.starts_with("<?") {
-            r.pos += 2;
-            r.until("?>", "processing instruction")?;
-        } else if rest.starts_with("<![CDATA[") {
-            r.pos += 9;
-            let data = r.until("]]>", "CDATA section")?;
-            match stack.last_mut() {
-                Some((open, _)) => open.text.push_str(data),
-                None => return r.error(start, "CDATA outside the root element"),
-            }
-        } else if rest.starts_with("<!") {
-            skip_declaration(&mut r)?;
-        } else if rest.starts_with("</") {
-            r.pos += 2;
-            let name = r.name()?;
-            r.skip_space();
-            if !r.rest().starts_with('>') {
-                return r.error(start, format!("malformed end tag </{name}"));
-            }
-            r.pos += 1;
-            match stack.pop() {
-                Some((element, open)) if open == name => {
-                    attach(&mut r, &mut stack, &mut root, element, start)?
-                }
-                Some((_, open)) => return r.error(start, format!("</{name}> closes <{open}>")),
-                None => return r.error(start, format!("</{name}> without a start tag")),
-            }
-        } else if rest.starts_with('<') {
-            r.pos += 1;
-            let (element, qname, empty) = start_tag(&mut r, start)?;
-            if empty {
-                attach(&mut r, &mut stack, &mut root, element, start)?;
-            } else {
-                if stack.len() >= MAX_DEPTH {
-                    return r.error(start, format!("elements nest deeper than {MAX_DEPTH}"));
-                }
-                stack.push((element, qname));
-            }
-        } else {
-            let len = rest.find('<').unwrap_or(rest.len());
-            let raw = &rest[..len];
-            r.pos += len;
-            match stack.last_mut() {
-                Some((open, _)) => match decode(raw) {
-                    Ok(t) => open.text.push_str(&t),
-                    Err(message) => return r.error(start, message),
-                },
-                None if raw.trim().is_empty() => {}
-                None => return r.error(start, "text outside the root element"),
-            }
-        }
-    }
-    if let Some((_, open)) = stack.last() {
-        let open = open.to_string();
-        let end = text.len();
-        return r.error(end, format!("<{open}> is never closed"));
-    }
-    match root {
-        Some(root) => Ok(root),
-        None => r.error(text.len(), "no root element"),
-    }
-}
-
-/// `<!DOCTYPE ...>` with an optional `[...]` internal subset, skipped unread.
-fn skip_declaration(r: &mut Reader<'_>) -> Result<(), XmlError> {
-    let start = r.pos;
-    let mut depth = 0usize;
-    for (i, b) in r.rest().bytes().enumerate() {
-        match b {
-            b'[' => depth += 1,
-            b']' => depth = depth.saturating_sub(1),
-            b'>' if depth == 0 => {
-                r.pos += i + 1;
-                return Ok(());
-            }
-            _ => {}
-        }
-    }
-    r.error(start, "unterminated <! declaration")
-}
-
-/// Reads a start tag after its `<`: the element (without children), its qualified name, and
-/// whether it was empty (`/>`).
-fn start_tag<'a>(r: &mut Reader<'a>, start: usize) -> Result<(Element, &'a str, bool), XmlError> {
-    let qname = r.name()?;
-    let line = r.line_at(start);
-    let mut element = Element {
-        name: local(qname).to_string(),
-        attrs: Vec::new(),
-        children: Vec::new(),
-        text: String::new(),
-        line,
-    };
-    loop {
-        r.skip_space();
-        let rest = r.rest();
-        if rest.starts_with("/>") {
-            r.pos += 2;
-            return Ok((element, qname, true));
-        }
-        if rest.starts_with('>') {
-            r.pos += 1;
-            return Ok((element, qname, false));
-        }
-        if rest.is_empty() {
-            return r.error(start, format!("unterminated start tag <{qname}"));
-        }
-        let key = r.name()?;
-        r.skip_space();
-        if !r.rest().starts_with('=') {
-            let at = r.pos;
-            return r.error(at, format!("attribute {key} of <{qname}> has no value"));
-        }
-        r.pos += 1;
-        r.skip_space();
-        let quote = match r.rest().chars().next() {
-            Some(q @ ('"' | '\'')) => q,
-            _ => {
-                let at = r.pos;
-                return r.error(
-                    at,
-                    format!("attribute {key} of <{qname}>: value must be quoted"),
-                );
-            }
-        };
-        r.pos += 1;
-        let value_at = r.pos;
-        let raw = r.until(if quote == '"' { "\"" } else { "'" }, "attribute value")?;
-        if raw.contains('<') {
-            return r.error(
-                value_at,
-                format!("attribute {key} of <{qname}> contains '<'"),
-            );
-        }
-        let value = match decode(raw) {
-            Ok(v) => v,
-            Err(m) => return r.error(value_at, m),
-        };
-        // Namespace declarations are not data.
-        if key == "xmlns" || key.starts_with("xmlns:") {
-            continue;
-        }
-        let key = local(key);
-        if element.attr(key).is_some() {
-            return r.error(value_at, format!("attribute {key} repeated in <{qname}>"));
-        }
-        element.attrs.push((key.to_string(), value));
-    }
-}
-
-/// Closes `element`: into its parent, or as the root.
-fn attach(
-    r: &mut Reader<'_>,
-    stack: &mut [(Element, &str)],
-    root: &mut Option<Element>,
-    element: Element,
-    at: usize,
-) -> Result<(), XmlError> {
-    match stack.last_mut() {
-        Some((parent, _)) => parent.children.push(element),
-        None if root.is_none() => *root = Some(element),
-        None => return r.error(at, "a second root element"),
-    }
-    Ok(())
-}
-
-/// Replaces entity and character references.
-fn decode(raw: &str) -> Result<String, String> {
-    if !raw.contains('&') {
-        return Ok(raw.to_string());
-    }
-    let mut out = String::with_capacity(raw.len());
-    let mut rest = raw;
-    while let Some(amp) = rest.find('&') {
-        out.push_str(&rest[..amp]);
-        let after = &rest[amp + 1..];
-        let semi = after
-            .find(';')
-            .ok_or_else(|| format!("unterminated reference in {raw:?}"))?;
-        let name = &after[..semi];
-        let c = match name {
-            "lt" => '<',
-            "gt" => '>',
-            "amp" => '&',
-            "quot" => '"',
-            "apos" => '\'',
-            _ => {
-                let code = if let Some(hex) =
-                    name.strip_prefix("#x").or_else(|| name.strip_prefix("#X"))
-                {
-                    u32::from_str_radix(hex, 16).ok()
-                } else if let Some(dec) = name.strip_prefix('#') {
-                    dec.parse().ok()
-                } else {
-                    None
-                };
-                code.and_then(char::from_u32)
-                    .ok_or_else(|| format!("unknown reference &{name};"))?
-            }
-        };
-        out.push(c);
-        rest = &after[semi + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+        message: "no root element".into(),
+    })
 }
