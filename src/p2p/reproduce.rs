@@ -12,7 +12,7 @@ use super::{evaluate, minimum_inter_isp, Outcome, Policy, System};
 use crate::plot::scatter::{render, Figure, Series};
 use crate::table::Table;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;

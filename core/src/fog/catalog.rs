@@ -2,7 +2,7 @@
 //! cloud, every FDN and the viewers agree without exchanging the catalog.
 
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 /// How to generate the catalog (the same numbers in every process of a run).

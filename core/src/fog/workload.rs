@@ -5,7 +5,7 @@
 
 use super::catalog::Catalog;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 
 /// One stream request of a trace.
 #[derive(Debug, Clone, Copy, PartialEq)]

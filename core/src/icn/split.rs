@@ -115,7 +115,7 @@ fn shares(weights: &[f64]) -> Result<Vec<f64>, String> {
 mod tests {
     use super::*;
     use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
 
     /// The largest |chosen − target| of any target over the next `requests` choices, where
     /// `lag` holds chosen − target so far and the target grows by the split's current shares.

@@ -16,7 +16,7 @@ use super::flow::{served, Peer};
 use super::play::Plays;
 use super::system::System;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_distr::weighted::WeightedAliasIndex;
 use rand_distr::Distribution;
 

@@ -11,7 +11,7 @@
 
 use super::dispatch::Policy;
 use super::error::P2pError;
-use rand::Rng;
+use rand::{Rng, RngExt};
 use rand_distr::weighted::WeightedAliasIndex;
 use rand_distr::Distribution;
 use serde::Serialize;

@@ -12,7 +12,7 @@
 //! put all of BASE's traffic on one site — while its Figures 4–7 show each site's congestion
 //! following its region's user number.
 
-use rand::Rng;
+use rand::{Rng, RngExt};
 use rand_distr::{Distribution, Poisson, StandardNormal};
 
 /// Table 2: the user number of each of the 10 regions, per traffic pattern.

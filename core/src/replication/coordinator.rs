@@ -8,7 +8,7 @@ use super::eviction::Evictor;
 use super::farm::{Farm, Observer};
 use super::scheme::Scheme;
 use super::virtual_loss::{probability, theta_now, MinZStar};
-use rand::Rng;
+use rand::{Rng, RngExt};
 
 /// Share of the catalog min z* is averaged over, how often (time units) those least popular
 /// contents are re-ranked, and the weight of each update of the average.

@@ -3,7 +3,7 @@
 
 use super::scheme::Rule;
 use rand::seq::SliceRandom;
-use rand::Rng;
+use rand::{Rng, RngExt};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 

@@ -2,7 +2,7 @@
 
 use super::error::ParamError;
 use super::system::System;
-use rand::Rng;
+use rand::{Rng, RngExt};
 
 /// A slot that holds nothing (when Σ D_c < m·d).
 pub const EMPTY: u32 = u32::MAX;

@@ -13,7 +13,7 @@ use super::placement::place;
 use super::scheme::Scheme;
 use super::system::System;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_distr::weighted::WeightedAliasIndex;
 use rand_distr::{Distribution, Exp1};
 

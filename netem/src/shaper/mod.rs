@@ -22,7 +22,7 @@ use crate::distribution::{self, tabledist};
 use crate::params::Impairments;
 use crate::shaper_random::{probability_to_u32, Crandom};
 use rand::rngs::StdRng;
-use rand::{RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -104,7 +104,7 @@ impl KernelParams {
 }
 
 /// One netem qdisc: see the module documentation.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LinkShaper {
     impairments: Impairments,
     kernel: KernelParams,
