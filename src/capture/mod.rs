@@ -47,7 +47,8 @@ pub struct CaptureSummary {
     pub ended: Ended,
 }
 
-/// How long one wait for frames lasts before the limits and `keep_going` are checked again.
+/// How long one wait for frames lasts before the limits are checked again, and how often
+/// `keep_going` (which looks at the file system) is asked: not once per busy wake-up.
 const POLL_MS: libc::c_int = 200;
 /// The most frames read from one socket before the others get their turn.
 const BURST: usize = 512;
@@ -64,6 +65,7 @@ pub fn capture(
     let mut frames = vec![0u64; taps.len()];
     let mut written = 0u64;
     let start = Instant::now();
+    let mut asked_at: Option<Instant> = None;
     let mut buf = vec![0u8; SNAPLEN];
     // The frames of one wake-up: bytes one after another, and (stamp, tap, start, captured,
     // original length) for each.
@@ -85,8 +87,11 @@ pub fn capture(
         if limits.duration.is_some_and(|d| elapsed >= d) {
             break Ended::Duration;
         }
-        if !keep_going() {
-            break Ended::Stopped;
+        if asked_at.is_none_or(|t| t.elapsed() >= Duration::from_millis(POLL_MS as u64)) {
+            if !keep_going() {
+                break Ended::Stopped;
+            }
+            asked_at = Some(Instant::now());
         }
         let wait_ms = limits.duration.map_or(POLL_MS, |d| {
             POLL_MS.min((d - elapsed).as_millis().max(1) as libc::c_int)
