@@ -4,8 +4,8 @@
 # HTTPS), a C compiler and libc headers (the `ring` crate compiles C), iproute2 (ip, tc),
 # iptables (iptables-legacy: the userspace link backend's NFQUEUE rules) and procps. With
 # --tests, also what the tests use: iputils-ping, util-linux (setpriv), binutils (strip, for the
-# container image), tcpdump (reads `cdnlab capture`'s files) and cargo-nextest (built from
-# crates.io). Rust itself comes from rustup (https://rustup.rs) and must be there already.
+# container image), tcpdump (reads `cdnlab capture`'s files), chromium and chromium-driver (the
+# live view's browser test; Debian's packages) and cargo-nextest (built from crates.io). Rust itself comes from rustup (https://rustup.rs) and must be there already.
 # Docker is not installed: the tests that need it are reported as skipped without an engine.
 #
 #   scripts/setup.sh [--tests]          (as root)
@@ -29,7 +29,7 @@ fi
 
 packages=(ca-certificates gcc libc6-dev iproute2 iptables procps)
 if [ "$tests" = yes ]; then
-  packages+=(iputils-ping util-linux binutils tcpdump)
+  packages+=(iputils-ping util-linux binutils tcpdump chromium chromium-driver)
 fi
 missing=()
 for package in "${packages[@]}"; do

@@ -1,6 +1,6 @@
 //! The `cdnlab` verbs that need no lab and no root: `check`, `graph` (and the checked-in
 //! pictures of the shipped topologies), `completions`, `manuals`, `--version` of every binary,
-//! output into a closed pipe, and `capture`'s refusals.
+//! output into a closed pipe, and `capture`'s and `web`'s refusals.
 
 mod common;
 
@@ -147,6 +147,41 @@ fn capture_refuses_a_device_a_directory_and_a_zero_count() {
         assert_eq!(out.status.code(), Some(2), "{argv:?}: {}", text(&out));
         assert!(text(&out).contains(says), "{argv:?}: {}", text(&out));
     }
+}
+
+#[test]
+fn web_refuses_an_address_beyond_loopback_without_expose_a_bad_address_and_a_missing_run() {
+    let not_run = std::env::temp_dir().join(format!("cdnlab-cli-web-{}", std::process::id()));
+    std::fs::create_dir_all(&not_run).unwrap();
+    let not_run = not_run.to_str().unwrap();
+    let default = topology("default.toml");
+    for (argv, status, says) in [
+        (
+            vec!["web", "--listen", "0.0.0.0:0", "--results", not_run],
+            2,
+            "--listen 0.0.0.0:0: not a loopback address",
+        ),
+        (
+            vec!["web", "--listen", "localhost", "--results", not_run],
+            2,
+            "--listen localhost: not an address and port",
+        ),
+        (
+            vec!["web", "--listen", "127.0.0.1:0", "--results", not_run],
+            1,
+            "topology.json: No such file",
+        ),
+        (
+            vec!["run", &default, "--web", "0.0.0.0:0"],
+            2,
+            "--web 0.0.0.0:0: not a loopback address",
+        ),
+    ] {
+        let out = run(&argv);
+        assert_eq!(out.status.code(), Some(status), "{argv:?}: {}", text(&out));
+        assert!(text(&out).contains(says), "{argv:?}: {}", text(&out));
+    }
+    std::fs::remove_dir_all(not_run).unwrap();
 }
 
 #[test]

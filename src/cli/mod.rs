@@ -21,6 +21,7 @@ mod status;
 mod sweep;
 mod topology_args;
 mod up;
+mod web;
 
 use crate::lab::{self, interrupt, LabState};
 use crate::topology;
@@ -87,6 +88,9 @@ enum Verb {
     /// Read a topology file as `up` would and print the resolved plan (addresses, routes,
     /// impairments, timeline) without building anything; needs no root.
     Check(check::CheckArgs),
+    /// Show a running lab in the browser (topology, link throughput, queues and drops,
+    /// events, clients' buffers and quality), or replay a finished run's directory.
+    Web(web::WebArgs),
     /// Draw a topology: nodes, links, LANs and each direction's impairments, as SVG, dot or
     /// Mermaid.
     Graph(graph::GraphArgs),
@@ -137,6 +141,7 @@ fn dispatch(verb: Verb) -> Result<(), Failure> {
         Verb::Exec(args) => exec::run(args),
         Verb::Link(verb) => link::run(verb),
         Verb::Capture(args) => capture::run(args),
+        Verb::Web(args) => web::run(args),
         Verb::Down(args) => down::run(args),
         Verb::Clean(args) => clean::run(args),
         Verb::Run(args) => run::run(args),

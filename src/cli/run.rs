@@ -19,12 +19,23 @@ pub struct RunArgs {
     /// directory) as JSON instead of the table.
     #[arg(long)]
     json: bool,
+    /// Show the run live in a browser while it plays (`cdnlab web`'s page), on this address.
+    #[arg(long, num_args = 0..=1, default_missing_value = super::web::DEFAULT_LISTEN, value_name = "ADDR")]
+    web: Option<String>,
+    /// Allow --web on an address other than loopback (see `cdnlab web --expose`).
+    #[arg(long, requires = "web")]
+    web_expose: bool,
 }
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
     let client_timeout = parse_duration("--timeout", &args.timeout)?;
     let topology = args.topology.load()?;
     let out = args.out.unwrap_or_else(|| default_out_dir(&topology.name));
+    let web = args
+        .web
+        .as_deref()
+        .map(|addr| super::web::bind(addr, args.web_expose, "--web"))
+        .transpose()?;
     interrupt::install();
     let summary = crate::run::run(
         topology,
@@ -33,6 +44,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             out_dir: out.clone(),
             topology_file: args.topology.file.topology.clone(),
             client_timeout,
+            web,
         },
     )?;
     if args.json {

@@ -166,7 +166,13 @@ impl Session<'_> {
                 buffer_s: self.playback.buffer_s(),
             };
             self.abr.on_download(&observation);
-            let record = SegmentRecord::new(&observation, bitrate_bps, 0, fetched.hops);
+            let record = SegmentRecord::new(
+                &observation,
+                bitrate_bps,
+                0,
+                self.playback.stalls().len(),
+                fetched.hops,
+            );
             self.log.append(&record)?;
             self.records.push(record);
             last_quality = Some(quality);

@@ -32,7 +32,7 @@ fn change_directions(
         let id = state.directions[index].id(&state.topology);
         events::record(
             state,
-            serde_json::json!({"event": "link_set", "direction": id, "impairments": new.to_string()}),
+            serde_json::json!({"event": "link_set", "direction": id, "impairments": new.to_string(), "rate_bps": new.rate_bps}),
         )?;
     }
     Ok(())

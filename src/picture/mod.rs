@@ -150,4 +150,4 @@ impl Picture {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

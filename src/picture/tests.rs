@@ -1,7 +1,7 @@
 use super::*;
 use crate::topology::{self, LoadOptions};
 
-const SMALL: &str = r#"
+pub(crate) const SMALL: &str = r#"
 name = "small"
 [nodes.client]
 command = ["/usr/bin/curl", "http://server/"]

@@ -1,6 +1,7 @@
 //! `cdnlab run`: bring a lab up, start its clients, play its timeline, collect every client's
 //! results, tear the lab down, and write the run directory.
 
+mod links_log;
 pub mod progress;
 pub mod segments_plot;
 pub mod summary;
@@ -20,6 +21,8 @@ pub struct RunOptions {
     pub topology_file: PathBuf,
     /// Clients still running after this long are stopped and marked failed.
     pub client_timeout: Duration,
+    /// Serve the live view (`cdnlab web`'s page) on this socket while the clients play.
+    pub web: Option<std::net::TcpListener>,
 }
 
 /// Runs the scenario and returns the aggregated summary (also written to `OUT/summary.json`).
@@ -39,7 +42,17 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
     };
     let started = std::time::SystemTime::now();
     let mut state = lab::up(topology, &up_options)?;
-    let outcome = play(&mut state, options.client_timeout);
+    let view = options.web.and_then(|listener| {
+        crate::web::LiveView::start(listener, &state.lab)
+            .inspect(|view| eprintln!("live view: http://{}", view.server.addr))
+            .inspect_err(|e| eprintln!("warning: the live view did not start: {e}"))
+            .ok()
+    });
+    let outcome = play(
+        &mut state,
+        options.client_timeout,
+        &mut links_log::LinksLog::new(out),
+    );
     // Every link direction's counters as the clients left them, before the lab goes.
     let links = write_json(
         &out.join("links.json"),
@@ -48,6 +61,9 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
     // Whatever happened, the logs and events are kept and the lab is removed.
     let kept = keep_lab_files(&state, out);
     let removed = lab::teardown::teardown(&state);
+    if let Some(view) = view {
+        view.finish();
+    }
     let clients = outcome?;
     links?;
     kept?;
@@ -69,7 +85,11 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
 
 /// Starts the clients, plays the timeline until every client has exited, and collects each
 /// client's `summary.json`.
-fn play(state: &mut LabState, timeout: Duration) -> lab::Result<Vec<ClientSummary>> {
+fn play(
+    state: &mut LabState,
+    timeout: Duration,
+    links: &mut links_log::LinksLog,
+) -> lab::Result<Vec<ClientSummary>> {
     let clients: Vec<usize> = (0..state.topology.nodes.len())
         .filter(|&n| state.topology.nodes[n].client)
         .collect();
@@ -116,6 +136,7 @@ fn play(state: &mut LabState, timeout: Duration) -> lab::Result<Vec<ClientSummar
             break;
         }
         progress.tick(elapsed);
+        links.tick(state);
         if elapsed > timeout {
             for (n, _) in &running {
                 process::stop_node(state, *n)?;

@@ -4,6 +4,7 @@
 //! On a terminal a status line redrawn a few times a second; otherwise a plain line every
 //! [`PLAIN_EVERY`]. All of it goes to stderr: stdout keeps the table (or `--json`).
 
+use crate::line_tail::LineTail;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -44,36 +45,18 @@ pub fn event_line(at: Duration, what: &str) -> String {
 }
 
 /// The rows (lines after the header) of a client's `segments.csv` so far, counted as the file
-/// grows: each look reads only what was appended since the last, so a long run costs no more
-/// per look than a short one.
-struct SegmentRows {
-    path: PathBuf,
-    /// Bytes of the file read so far.
-    read: u64,
-    /// Whole lines (newlines) among them, the header's included.
-    lines: usize,
-}
+/// grows.
+struct SegmentRows(LineTail);
 
 impl SegmentRows {
     fn new(path: PathBuf) -> SegmentRows {
-        SegmentRows {
-            path,
-            read: 0,
-            lines: 0,
-        }
+        SegmentRows(LineTail::new(path))
     }
 
     /// The rows so far, or `None` while the file does not exist.
     fn rows(&mut self) -> Option<usize> {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut file = std::fs::File::open(&self.path).ok()?;
-        let mut appended = Vec::new();
-        if file.seek(SeekFrom::Start(self.read)).is_ok() && file.read_to_end(&mut appended).is_ok()
-        {
-            self.read += appended.len() as u64;
-            self.lines += appended.iter().filter(|&&b| b == b'\n').count();
-        }
-        Some(self.lines.saturating_sub(1))
+        self.0.next_lines()?;
+        Some(self.0.lines.saturating_sub(1))
     }
 }
 
@@ -222,7 +205,6 @@ mod tests {
         assert_eq!(rows.rows(), Some(1));
         file.write_all(b"2\n").unwrap();
         assert_eq!(rows.rows(), Some(2));
-        assert_eq!(rows.read, 22);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

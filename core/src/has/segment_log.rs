@@ -29,21 +29,24 @@ pub struct SegmentRecord {
     pub throughput_mbps: f64,
     /// Seconds of media buffered right after the segment arrived.
     pub buffer_s: f64,
+    /// Stalls of the session so far, the one this segment ended included.
+    pub stalls: usize,
     /// Redirects first, the server that sent the body last (filled in by the HTTP client).
     pub hops: Vec<Hop>,
 }
 
 /// The CSV header, in the order of [`SegmentRecord::to_csv_row`].
 pub const CSV_HEADER: &str =
-    "index,quality,bitrate_bps,bytes,request_time_s,download_time_s,throughput_mbps,buffer_s,hops";
+    "index,quality,bitrate_bps,bytes,request_time_s,download_time_s,throughput_mbps,buffer_s,stalls,hops";
 
 impl SegmentRecord {
     /// The record of download `d` of a segment encoded at `bitrate_bps`, with request times
-    /// counted from `origin_ns` (the session's start).
+    /// counted from `origin_ns` (the session's start), after `stalls` stalls.
     pub fn new(
         d: &DownloadObservation,
         bitrate_bps: u64,
         origin_ns: u64,
+        stalls: usize,
         hops: Vec<Hop>,
     ) -> SegmentRecord {
         SegmentRecord {
@@ -55,6 +58,7 @@ impl SegmentRecord {
             download_time_s: d.download_s(),
             throughput_mbps: d.throughput_bps() / 1e6,
             buffer_s: d.buffer_s,
+            stalls,
             hops,
         }
     }
@@ -87,6 +91,7 @@ impl SegmentRecord {
             format!("{:.6}", self.download_time_s),
             format!("{:.4}", self.throughput_mbps),
             format!("{:.3}", self.buffer_s),
+            self.stalls.to_string(),
             hops.join(";"),
         ];
         let mut line = csv::WriterBuilder::new()

@@ -179,7 +179,13 @@ pub fn simulate(abr: &mut dyn Abr, config: &SimConfig) -> Result<SimResult, Stri
             buffer_s: playback.buffer_s(),
         };
         abr.on_download(&observation);
-        records.push(SegmentRecord::new(&observation, bitrate_bps, 0, hops));
+        records.push(SegmentRecord::new(
+            &observation,
+            bitrate_bps,
+            0,
+            playback.stalls().len(),
+            hops,
+        ));
         last_quality = Some(quality);
         t = end;
     }

@@ -210,7 +210,8 @@ async fn an_hls_session_through_a_router_plays_in_real_time() {
     assert_eq!(indices, ["0", "1", "2", "3", "4", "5"]);
     assert_eq!(summary.bytes, row_bytes(&rows));
     for row in &rows {
-        let hops: Vec<&str> = row[8].split(';').collect();
+        // The last column (after `stalls`).
+        let hops: Vec<&str> = row[9].split(';').collect();
         assert_eq!(hops.len(), 2, "{row:?}");
         assert!(hops[0].starts_with(&format!("{r}:")), "{row:?}");
         assert!(hops[1].starts_with(&format!("{c}:")), "{row:?}");

@@ -46,6 +46,13 @@ pub enum Seek {
     Done,
 }
 
+/// What a HEAD answer sends.
+impl Default for Body {
+    fn default() -> Body {
+        Body::Empty
+    }
+}
+
 impl Body {
     pub fn bytes(bytes: impl Into<Bytes>) -> Body {
         Body::Bytes(Some(bytes.into()))

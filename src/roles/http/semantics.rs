@@ -290,12 +290,12 @@ pub fn query_value<'a>(query: &'a str, key: &str) -> Option<&'a str> {
 
 /// A HEAD answer carries a GET's headers and no body (RFC 9110 §9.3.2); the explicit
 /// `Content-Length` every response here has is kept.
-pub fn strip_for_head(method: &Method, response: Response<Body>) -> Response<Body> {
+pub fn strip_for_head<B: Default>(method: &Method, response: Response<B>) -> Response<B> {
     if method != Method::HEAD {
         return response;
     }
     let (parts, _) = response.into_parts();
-    Response::from_parts(parts, Body::Empty)
+    Response::from_parts(parts, B::default())
 }
 
 #[cfg(test)]

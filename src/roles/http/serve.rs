@@ -18,8 +18,25 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use super::body::Body;
 use super::semantics::{strip_for_head, target};
+
+/// A body the accept loop can send: the roles' [`super::Body`], or any other whose `Default` is
+/// empty (what a HEAD answer sends).
+pub trait ResponseBody:
+    hyper::body::Body<Data = bytes::Bytes, Error: std::error::Error + Send + Sync + 'static>
+    + Default
+    + Send
+    + 'static
+{
+}
+
+impl<B> ResponseBody for B where
+    B: hyper::body::Body<Data = bytes::Bytes, Error: std::error::Error + Send + Sync + 'static>
+        + Default
+        + Send
+        + 'static
+{
+}
 
 /// How long in-flight requests may take to finish after shutdown is asked; below the 3 s
 /// `cdnlab down` waits before SIGKILL, so logs are flushed by an orderly exit.
@@ -45,7 +62,7 @@ pub struct ServeOptions {
 
 /// Serves `handler` on `listener` until `shutdown` resolves, then drains connections for at
 /// most `SHUTDOWN_GRACE`. A HEAD answer is the GET answer without its body.
-pub async fn serve_http<H, Fut>(
+pub async fn serve_http<H, Fut, B>(
     listener: TcpListener,
     handler: H,
     options: ServeOptions,
@@ -53,7 +70,8 @@ pub async fn serve_http<H, Fut>(
 ) -> io::Result<()>
 where
     H: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Response<Body>> + Send + 'static,
+    Fut: Future<Output = Response<B>> + Send + 'static,
+    B: ResponseBody,
 {
     serve_http_idle(listener, handler, options, KEEP_ALIVE_TIMEOUT, shutdown).await
 }
@@ -63,7 +81,7 @@ where
 /// header-read timeout), and an HTTP/2 connection whose client answers pings but asks
 /// nothing. nginx's default keep-alive timeout is 75 s (hyper's 30 s), so a HAS client
 /// pausing with a full buffer keeps its connection as it would with nginx.
-pub(crate) async fn serve_http_idle<H, Fut>(
+pub(crate) async fn serve_http_idle<H, Fut, B>(
     listener: TcpListener,
     handler: H,
     options: ServeOptions,
@@ -72,7 +90,8 @@ pub(crate) async fn serve_http_idle<H, Fut>(
 ) -> io::Result<()>
 where
     H: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Response<Body>> + Send + 'static,
+    Fut: Future<Output = Response<B>> + Send + 'static,
+    B: ResponseBody,
 {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // A limit on waiting for a request head, so a client trickling one cannot hold a
@@ -246,6 +265,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::roles::http::Body;
     use hyper_util::rt::TokioExecutor;
     use std::net::SocketAddr;
 

@@ -20,7 +20,7 @@ fn record(hops: Vec<Hop>) -> SegmentRecord {
         segment_s: 2.0,
         buffer_s: 7.25,
     };
-    SegmentRecord::new(&d, 2_000_000, ns(0.5), hops)
+    SegmentRecord::new(&d, 2_000_000, ns(0.5), 1, hops)
 }
 
 #[test]
@@ -28,11 +28,11 @@ fn a_row_has_the_header_columns_and_hops_as_host_seconds() {
     let r = record(vec![hop("urr", 0.46), hop("drr", 0.04), hop("dcs", 1.5)]);
     assert_eq!(
         CSV_HEADER,
-        "index,quality,bitrate_bps,bytes,request_time_s,download_time_s,throughput_mbps,buffer_s,hops"
+        "index,quality,bitrate_bps,bytes,request_time_s,download_time_s,throughput_mbps,buffer_s,stalls,hops"
     );
     assert_eq!(
         r.to_csv_row(),
-        "4,2,2000000,500000,10.000000,2.000000,2.0000,7.250,urr:0.460000;drr:0.040000;dcs:1.500000"
+        "4,2,2000000,500000,10.000000,2.000000,2.0000,7.250,1,urr:0.460000;drr:0.040000;dcs:1.500000"
     );
     assert_eq!(r.redirects(), 2);
     assert!((r.redirect_time_s() - 0.5).abs() < 1e-12);
