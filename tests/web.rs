@@ -118,7 +118,8 @@ fn topology() -> String {
 /// The page loads without console errors, draws every node, shows a client's access link
 /// busy while it downloads (and idle before), and lists the timeline event within a second of
 /// its firing; the run ends with every client done and the lab gone. A screenshot of the page
-/// is left in the test's temporary directory (and at `$CDNLAB_WEB_SCREENSHOT` if set).
+/// while the clients play is left in the test's temporary directory (and at
+/// `$CDNLAB_WEB_SCREENSHOT` if set: the README's comes from there).
 fn the_page_shows_a_running_lab_live_in_chromium() {
     let lab = Lab::new("t-web", &topology());
     let out = lab.dir.join("run");
@@ -185,25 +186,33 @@ fn the_page_shows_a_running_lab_live_in_chromium() {
             json!({"script": "return window.cdnlab.snapshot();", "args": []}),
         )
     };
-    // Until the run ends (the page says so), keeping the last look.
+    // Until the run ends (the page says so), keeping the last look; a screenshot while the
+    // clients play, once the event is on the page and each client has six segments.
+    let mut shot = false;
     let last = wait_for(
         Duration::from_secs(120),
         "the run's end on the page",
         || {
             let s = snapshot();
+            let playing = ["c-upstream-rr", "c-direct-rr", "c-direct-cs"]
+                .iter()
+                .all(|c| s["clients"][c]["segments"].as_u64() >= Some(6));
+            if !shot && playing && s["eventsShown"].as_u64() >= Some(2) {
+                shot = true;
+                let screenshot = driver.call(
+                    reqwest::Method::GET,
+                    &format!("/session/{id}/screenshot"),
+                    None,
+                );
+                if let Ok(Value::String(png)) = screenshot {
+                    save_screenshot(&png);
+                }
+            }
             (!s["ended"].is_null()).then_some(s)
         },
     );
-    let screenshot = driver.call(
-        reqwest::Method::GET,
-        &format!("/session/{id}/screenshot"),
-        None,
-    );
     let logs = driver.post(&format!("/session/{id}/se/log"), json!({"type": "browser"}));
     let _ = driver.call(reqwest::Method::DELETE, &format!("/session/{id}"), None);
-    if let Ok(Value::String(png)) = screenshot {
-        save_screenshot(&png);
-    }
 
     let errors: Vec<&Value> = logs
         .as_array()

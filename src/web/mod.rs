@@ -104,6 +104,8 @@ pub fn follow_lab(lab: &str, hub: &Hub, stop: &AtomicBool) -> Result<(), String>
         &client_names(&state.topology),
     );
     let mut throughput = feed::Throughput::default();
+    // On a fixed beat, so the time a look takes does not stretch the period.
+    let mut next = std::time::Instant::now();
     loop {
         let gone = stop.load(Ordering::Acquire) || !state.dir().exists();
         if counters && !gone {
@@ -120,7 +122,12 @@ pub fn follow_lab(lab: &str, hub: &Hub, stop: &AtomicBool) -> Result<(), String>
             hub.publish(&feed::end("the lab is down"));
             return Ok(());
         }
-        std::thread::sleep(SAMPLE_EVERY);
+        next += SAMPLE_EVERY;
+        let now = std::time::Instant::now();
+        match next.checked_duration_since(now) {
+            Some(wait) => std::thread::sleep(wait),
+            None => next = now,
+        }
     }
 }
 
