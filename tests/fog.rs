@@ -3,7 +3,8 @@
 //! deadlines than Central Cloud and CDN on the same traces; and a killed FDN is marked down by
 //! the cloud's fog monitor within its heartbeat window, its segments leave the metadata, and
 //! the viewers finish (misses recorded, nothing hangs). In every run the FDN decides each
-//! segment against the deadline the viewers score.
+//! segment against the deadline the viewers score, and the rows the live view reads as
+//! segments arrive add up to the results.
 
 mod common;
 
@@ -41,6 +42,20 @@ fn run_ffdn(name: &str, sets: &[&str]) -> (Value, PathBuf) {
             .as_u64()
             .unwrap_or(0);
     assert_eq!(viewers["fdn_deadlines_reported"], delivered, "{viewers}");
+    // What the live view read as segments came (`deadlines.csv`) is what the results say.
+    let live = std::fs::read_to_string(out.join("nodes/viewers/deadlines.csv")).unwrap();
+    let rows: Vec<&str> = live.lines().skip(1).collect();
+    assert_eq!(
+        rows.len() as u64,
+        viewers["segments"].as_u64().unwrap(),
+        "{viewers}"
+    );
+    let missed = rows.iter().filter(|r| r.ends_with(",true")).count() as u64;
+    assert_eq!(
+        missed,
+        viewers["deadline_misses"].as_u64().unwrap(),
+        "{viewers}"
+    );
     (viewers, out)
 }
 

@@ -44,7 +44,9 @@ function handle(message) {
       view.picture = message.picture;
       view.directions = message.directions;
       view.counters = message.counters;
-      for (const name of message.clients) view.clients.set(name, { rows: [], state: 'running', summary: null });
+      for (const name of message.clients) {
+        view.clients.set(name, { rows: [], deadlines: { n: 0, missed: 0, points: [] }, state: 'running', summary: null });
+      }
       drawTopology();
       break;
     }
@@ -74,6 +76,15 @@ function handle(message) {
     case 'segment': {
       const client = view.clients.get(message.client);
       if (client) push(client.rows, message);
+      break;
+    }
+    case 'deadline': {
+      const client = view.clients.get(message.client);
+      if (!client) break;
+      const d = client.deadlines;
+      d.n += 1;
+      if (message.missed) d.missed += 1;
+      push(d.points, [message.time_unix_s, d.missed / d.n]);
       break;
     }
     case 'client': {
@@ -169,17 +180,31 @@ function render() {
     name: d.id, points: (view.throughput.get(d.id) || []).map(([t, bps]) => [since(t), bps / 1e6]),
   })), eventTimes);
   const clients = [...view.clients.entries()];
+  // The HAS charts only where a client plays segments (and while none has yet, to show where
+  // they will be); F-FDN viewers have their own.
+  const has = clients.some(([, c]) => c.rows.length > 0) || !clients.some(([, c]) => c.deadlines.n > 0);
+  document.getElementById('figure-buffer').hidden = !has;
+  document.getElementById('figure-bitrate').hidden = !has;
   chart('chart-buffer', clients.map(([name, c]) => ({
     name, points: c.rows.map((r) => [since(r.time_unix_s), r.buffer_s]),
   })), eventTimes);
   chart('chart-bitrate', clients.map(([name, c]) => ({
     name, points: c.rows.map((r) => [since(r.time_unix_s), r.bitrate_bps / 1e6]), step: true,
   })), eventTimes);
+  const fog = clients.filter(([, c]) => c.deadlines.n > 0);
+  document.getElementById('figure-deadlines').hidden = fog.length === 0;
+  if (fog.length) {
+    chart('chart-deadlines', fog.map(([name, c]) => ({
+      name, points: c.deadlines.points.map(([t, rate]) => [since(t), rate]),
+    })), eventTimes);
+  }
   table('clients', clients.map(([name, c]) => {
     const last = c.rows[c.rows.length - 1];
     const startup = c.summary && c.summary.startup_delay_s;
-    return [name, c.state, c.rows.length, last ? `${last.quality} (${mbit(last.bitrate_bps)} Mbit/s)` : '',
-      last ? last.buffer_s.toFixed(1) : '', last ? last.stalls : '', typeof startup === 'number' ? startup.toFixed(3) : ''];
+    const d = c.deadlines;
+    return [name, c.state, c.rows.length || d.n, last ? `${last.quality} (${mbit(last.bitrate_bps)} Mbit/s)` : '',
+      last ? last.buffer_s.toFixed(1) : '', last ? last.stalls : '', typeof startup === 'number' ? startup.toFixed(3) : '',
+      d.n ? `${d.missed} (${(100 * d.missed / d.n).toFixed(1)}%)` : ''];
   }));
   table('links', view.directions.map((d) => {
     const now = view.latest.get(d.id);
@@ -264,7 +289,9 @@ window.cdnlab = {
       nodes: [...document.querySelectorAll('#topology [data-node]')].map((g) => g.getAttribute('data-node')),
       throughput: Object.fromEntries([...view.throughput].map(([id, s]) => [id, s.map((p) => p[1])])),
       events: view.events,
-      clients: Object.fromEntries([...view.clients].map(([name, c]) => [name, { segments: c.rows.length, state: c.state }])),
+      clients: Object.fromEntries([...view.clients].map(([name, c]) => [name, {
+        segments: c.rows.length, state: c.state, deadlines: c.deadlines.n, missed: c.deadlines.missed,
+      }])),
       eventsShown: document.querySelectorAll('#events li').length,
     };
   },

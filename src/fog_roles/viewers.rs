@@ -2,8 +2,10 @@
 //! arriving at its time, sent to the FDN the cloud's ingestion processor picks from the
 //! latencies the viewers measured, and played segment by segment in order. A segment that
 //! arrives after its presentation time missed its deadline; it is still taken (video on
-//! demand). Writes `segments.csv` (one row per segment), `viewers.csv` (one row per stream
-//! request: a viewer) and `summary.json` with `deadline_miss_rate` overall.
+//! demand). Writes `deadlines.csv` as segments arrive (when, which, and whether it missed: what
+//! `cdnlab web` shows live), then at the end `segments.csv` (one row per segment),
+//! `viewers.csv` (one row per stream request: a viewer) and `summary.json` with
+//! `deadline_miss_rate` overall.
 
 use super::config::ViewersConfig;
 use crate::fog::catalog::Catalog;
@@ -37,6 +39,10 @@ impl Record {
         self.received_s.is_none_or(|r| r > self.deadline_s)
     }
 }
+
+/// The header of `deadlines.csv`: a row per segment as it arrives (or fails), its wall-clock
+/// time, its stream request and index, and whether it missed its deadline.
+pub const DEADLINES_HEADER: &str = "time_unix_s,request,index,missed";
 
 /// Every request but a segment's (bounded by `segment_timeout`) gets this long, body included:
 /// a cloud or FDN that takes the connection and never answers must not hold the viewers.
@@ -99,6 +105,8 @@ struct Context {
     /// epoch), which requests carry to the FDN.
     origin: Instant,
     origin_unix_s: f64,
+    /// `deadlines.csv`, a row appended per segment.
+    deadlines: std::sync::Mutex<std::fs::File>,
 }
 
 /// Plays one stream request; returns its segments' records and the FDN's method.
@@ -115,6 +123,7 @@ async fn play(
         paths,
         origin,
         origin_unix_s,
+        deadlines,
     } = &*context;
     let origin = *origin;
     tokio::time::sleep_until((origin + Duration::from_secs_f64(arrival_s)).into()).await;
@@ -195,7 +204,7 @@ async fn play(
                 Ok(Err(e)) => (None, format!("failed: {e}"), None),
                 Err(_) => (None, "failed: timed out".to_string(), None),
             };
-        records.push(Record {
+        let record = Record {
             request,
             video,
             arrival_s,
@@ -205,7 +214,13 @@ async fn play(
             fdn_deadline_s,
             received_s,
             source,
-        });
+        };
+        append_deadline(
+            deadlines,
+            origin_unix_s + origin.elapsed().as_secs_f64(),
+            &record,
+        );
+        records.push(record);
     }
     Ok((records, method))
 }
@@ -253,6 +268,7 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
         config.window.as_secs_f64(),
         config.segments,
     );
+    let deadlines = create_deadlines(out)?;
     let (origin, origin_unix_s) = (Instant::now(), crate::wall_clock::unix_now_s());
     let context = std::sync::Arc::new(Context {
         client,
@@ -261,6 +277,7 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
         paths,
         origin,
         origin_unix_s,
+        deadlines: std::sync::Mutex::new(deadlines),
     });
     let mut plays = tokio::task::JoinSet::new();
     for (r, request) in trace.requests.iter().enumerate() {
@@ -316,6 +333,31 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
         "segments_by_source": by_source.iter().map(|(k, (n, m))| (k.clone(), json!({"segments": n, "missed": m}))).collect::<serde_json::Map<_, _>>(),
         "failed": total == 0 || errors.len() == trace.requests.len(),
     }))
+}
+
+fn create_deadlines(out: &Path) -> Result<std::fs::File, String> {
+    use std::io::Write;
+    let path = out.join("deadlines.csv");
+    std::fs::create_dir_all(out)
+        .and_then(|()| std::fs::File::create(&path))
+        .and_then(|mut file| writeln!(file, "{DEADLINES_HEADER}").map(|()| file))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Appends `record`'s row to `deadlines.csv`; a failed write costs the live view a row, not
+/// the run (the results are written at the end).
+fn append_deadline(file: &std::sync::Mutex<std::fs::File>, now_unix_s: f64, record: &Record) {
+    use std::io::Write;
+    let row = format!(
+        "{now_unix_s:.3},{},{},{}\n",
+        record.request,
+        record.index,
+        record.missed()
+    );
+    let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(e) = file.write_all(row.as_bytes()) {
+        tracing::warn!("deadlines.csv: {e}");
+    }
 }
 
 /// Each stream request's (viewer's) miss rate, in request order.

@@ -8,6 +8,7 @@
 //! - `event`: a timeline or `link set` event as the lab recorded it, with a line of text.
 //! - `segment`: a row of a HAS client's `segments.csv` (quality, bitrate, buffer, stalls),
 //!   stamped with when the segment arrived.
+//! - `deadline`: a row of F-FDN viewers' `deadlines.csv`: a segment arrived, missed or not.
 //! - `client`: a client finished; its `summary.json`.
 //! - `end`: nothing more will come (the lab is down, or the replay is complete).
 
@@ -242,6 +243,19 @@ impl SegmentColumns {
             "stalls": self.stalls.and_then(number).unwrap_or(0.0),
         }))
     }
+}
+
+/// The `deadline` message of a row of an F-FDN viewers' `deadlines.csv` (under
+/// `fog_roles::viewers::DEADLINES_HEADER`): a segment arrived, or failed, and whether it missed.
+pub fn deadline(client: &str, row: &str) -> Option<Value> {
+    let mut cells = row.split(',');
+    let time: f64 = cells.next()?.parse().ok().filter(|t: &f64| t.is_finite())?;
+    let request: u64 = cells.next()?.parse().ok()?;
+    let index: u64 = cells.next()?.parse().ok()?;
+    let missed: bool = cells.next()?.parse().ok()?;
+    cells.next().is_none().then(|| {
+        json!({"kind": "deadline", "client": client, "time_unix_s": time, "request": request, "index": index, "missed": missed})
+    })
 }
 
 /// The `client` message of a finished client's `summary.json`.

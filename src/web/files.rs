@@ -1,9 +1,11 @@
 //! What the view reads from files as they grow: the lab's event log, each client's
-//! `segments.csv` and, once it finishes, its `summary.json`, and (replaying a run directory)
+//! `segments.csv` (HAS) or `deadlines.csv` (F-FDN viewers) and, once it finishes, its
+//! `summary.json`, and (replaying a run directory)
 //! the link samples `cdnlab run` recorded in `links.jsonl`. The same for a live lab and a run
 //! directory; only the paths differ.
 
 use super::feed::{self, Sample, SegmentColumns, Throughput};
+use crate::fog_roles::viewers::DEADLINES_HEADER;
 use crate::line_tail::LineTail;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,9 @@ struct Client {
     dir: PathBuf,
     segments: LineTail,
     columns: Option<SegmentColumns>,
+    deadlines: LineTail,
+    /// Whether `deadlines.csv`'s header was read and is the viewers'.
+    deadlines_header: Option<bool>,
     done: bool,
 }
 
@@ -49,6 +54,8 @@ impl Files {
                     dir: nodes_dir.join(name),
                     segments: LineTail::new(nodes_dir.join(name).join("segments.csv")),
                     columns: None,
+                    deadlines: LineTail::new(nodes_dir.join(name).join("deadlines.csv")),
+                    deadlines_header: None,
                     done: false,
                 })
                 .collect(),
@@ -82,6 +89,13 @@ impl Files {
                 match &client.columns {
                     None => client.columns = SegmentColumns::of(&line),
                     Some(columns) => messages.extend(columns.message(&client.name, start, &line)),
+                }
+            }
+            for line in client.deadlines.next_lines().unwrap_or_default() {
+                match client.deadlines_header {
+                    None => client.deadlines_header = Some(line == DEADLINES_HEADER),
+                    Some(true) => messages.extend(feed::deadline(&client.name, &line)),
+                    Some(false) => {}
                 }
             }
             if !client.done {

@@ -152,3 +152,26 @@ fn a_finished_client_is_done_or_failed_as_its_summary_says() {
         "failed"
     );
 }
+
+#[test]
+fn a_deadlines_row_says_when_a_segment_came_and_whether_it_missed() {
+    let message = deadline("viewers", "1700000000.125,12,3,true").unwrap();
+    assert_eq!(message["kind"], "deadline");
+    assert_eq!(message["time_unix_s"], 1_700_000_000.125);
+    assert_eq!(
+        (message["request"].clone(), message["index"].clone()),
+        (json!(12), json!(3))
+    );
+    assert_eq!(message["missed"], true);
+    assert_eq!(deadline("v", "1.5,0,0,false").unwrap()["missed"], false);
+    for bad in [
+        "",
+        "1,2,3",
+        "1,2,3,maybe",
+        "x,2,3,true",
+        "1,2,3,true,4",
+        "inf,2,3,true",
+    ] {
+        assert_eq!(deadline("v", bad), None, "{bad}");
+    }
+}
