@@ -94,7 +94,9 @@ pub fn run(args: WebArgs) -> Result<(), Failure> {
             follow
                 .map_err(|_| failure("the lab's sampler stopped"))?
                 .map_err(failure)?;
-            crate::say!("lab {lab} is down");
+            if interrupt::check().is_ok() {
+                crate::say!("lab {lab} is down");
+            }
             // The pages get the end before the server goes.
             std::thread::sleep(crate::web::SAMPLE_EVERY * 3);
         }

@@ -132,15 +132,17 @@ fn feed(site: Arc<Site>) -> Response<WebBody> {
             }
         }
         loop {
-            match live.recv().await {
-                Ok(message) => {
-                    if tx.send(message).await.is_err() {
-                        return;
-                    }
-                }
-                Err(
-                    broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed,
-                ) => return,
+            // A page that left is noticed even when nothing more is published (a replay, a
+            // lab that went quiet), so its place is freed.
+            let message = tokio::select! {
+                received = live.recv() => match received {
+                    Ok(message) => message,
+                    Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return,
+                },
+                () = tx.closed() => return,
+            };
+            if tx.send(message).await.is_err() {
+                return;
             }
         }
     });
@@ -149,4 +151,43 @@ fn feed(site: Arc<Site>) -> Response<WebBody> {
         .header(hyper::header::CACHE_CONTROL, "no-cache")
         .body(WebBody::Feed(rx))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Waits (at most a second) until `site` counts `n` pages following the feed.
+    async fn following(site: &Site, n: usize) {
+        for _ in 0..100 {
+            if site.feeds.load(Ordering::Acquire) == n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "{} pages follow, not {n}",
+            site.feeds.load(Ordering::Acquire)
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn pages_past_the_limit_are_refused_and_a_page_that_leaves_frees_its_place() {
+        let site = Arc::new(Site::new(Arc::new(Hub::default())));
+        site.hub.publish(&serde_json::json!({"kind": "end"}));
+        let held: Vec<_> = (0..MAX_FEEDS).map(|_| feed(site.clone())).collect();
+        assert!(held.iter().all(|r| r.status() == StatusCode::OK));
+        assert_eq!(feed(site.clone()).status(), StatusCode::SERVICE_UNAVAILABLE);
+        // Nothing more is published (a replay that has sent everything): pages that leave
+        // must still be noticed.
+        drop(held);
+        following(&site, 0).await;
+        for _ in 0..MAX_FEEDS * 2 {
+            let page = feed(site.clone());
+            assert_eq!(page.status(), StatusCode::OK);
+            drop(page);
+            following(&site, 0).await;
+        }
+    }
 }
