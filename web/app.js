@@ -129,7 +129,7 @@ function drawTopology() {
     const x = from.x + t * dx + side * 9 * (-dy / length);
     const y = from.y + t * dy + side * 9 * (dx / length);
     const label = el('text', { x, y, class: 'rate', 'text-anchor': 'middle', 'data-direction': d.id }, svg);
-    edge.labels.set(d.id, label);
+    edge.labels.set(d.id, { label, direction: d });
   }
   p.nodes.forEach((node) => {
     const g = el('g', { class: node.kind, 'data-node': node.name }, svg);
@@ -161,8 +161,7 @@ function render() {
     : (view.counters ? '' : 'no link counters: the kernel backend (tc) is not sampled');
   for (const [i, edge] of view.edges.entries()) {
     let widest = 0;
-    for (const [id, label] of edge.labels) {
-      const d = view.directions.find((x) => x.id === id);
+    for (const [id, { label, direction: d }] of edge.labels) {
       const now = view.latest.get(id);
       if (!now || (now.bps < 1000 && !now.queued && !now.drops)) { label.textContent = ''; continue; }
       const share = d.rate_bps ? now.bps / d.rate_bps : Math.log10(1 + now.bps / 1e5) / 4;

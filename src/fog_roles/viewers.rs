@@ -11,6 +11,7 @@ use super::config::ViewersConfig;
 use crate::fog::catalog::Catalog;
 use crate::fog::stats::PathModel;
 use crate::fog::workload::{deadline_s, Trace};
+use crate::roles::rows::RowLog;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -106,7 +107,7 @@ struct Context {
     origin: Instant,
     origin_unix_s: f64,
     /// `deadlines.csv`, a row appended per segment.
-    deadlines: std::sync::Mutex<std::fs::File>,
+    deadlines: std::sync::Mutex<RowLog>,
 }
 
 /// Plays one stream request; returns its segments' records and the FDN's method.
@@ -268,7 +269,7 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
         config.window.as_secs_f64(),
         config.segments,
     );
-    let deadlines = create_deadlines(out)?;
+    let deadlines = RowLog::create(out, "deadlines.csv", DEADLINES_HEADER)?;
     let (origin, origin_unix_s) = (Instant::now(), crate::wall_clock::unix_now_s());
     let context = std::sync::Arc::new(Context {
         client,
@@ -335,28 +336,18 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
     }))
 }
 
-fn create_deadlines(out: &Path) -> Result<std::fs::File, String> {
-    use std::io::Write;
-    let path = out.join("deadlines.csv");
-    std::fs::create_dir_all(out)
-        .and_then(|()| std::fs::File::create(&path))
-        .and_then(|mut file| writeln!(file, "{DEADLINES_HEADER}").map(|()| file))
-        .map_err(|e| format!("{}: {e}", path.display()))
-}
-
 /// Appends `record`'s row to `deadlines.csv`; a failed write costs the live view a row, not
 /// the run (the results are written at the end).
-fn append_deadline(file: &std::sync::Mutex<std::fs::File>, now_unix_s: f64, record: &Record) {
-    use std::io::Write;
+fn append_deadline(log: &std::sync::Mutex<RowLog>, now_unix_s: f64, record: &Record) {
     let row = format!(
-        "{now_unix_s:.3},{},{},{}\n",
+        "{now_unix_s:.3},{},{},{}",
         record.request,
         record.index,
         record.missed()
     );
-    let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
-    if let Err(e) = file.write_all(row.as_bytes()) {
-        tracing::warn!("deadlines.csv: {e}");
+    let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(e) = log.append(&row) {
+        tracing::warn!("{e}");
     }
 }
 

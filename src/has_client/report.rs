@@ -2,9 +2,9 @@
 //! `segments.csv` (a row appended as each segment arrives, so a killed client leaves the log of
 //! what it got).
 
-use std::fs::File;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::roles::rows::RowLog;
 
 use serde::Serialize;
 
@@ -76,37 +76,16 @@ pub fn empty_qoe() -> QoeMetrics {
 
 /// `segments.csv`, written a row at a time.
 #[derive(Debug)]
-pub struct SegmentLog {
-    file: File,
-    path: PathBuf,
-}
+pub struct SegmentLog(RowLog);
 
 impl SegmentLog {
     /// Creates (or truncates) `dir/segments.csv` and writes the header.
     pub fn create(dir: &Path) -> Result<SegmentLog, String> {
-        let path = dir.join("segments.csv");
-        let mut log = std::fs::create_dir_all(dir)
-            .and_then(|()| File::create(&path))
-            .map(|file| SegmentLog {
-                file,
-                path: path.clone(),
-            })
-            .map_err(|e| format!("creating {}: {e}", path.display()))?;
-        log.line(CSV_HEADER)?;
-        Ok(log)
+        RowLog::create(dir, "segments.csv", CSV_HEADER).map(SegmentLog)
     }
 
-    /// Appends a segment's row. Each row goes to the kernel at once (no user-space buffer).
+    /// Appends a segment's row.
     pub fn append(&mut self, record: &SegmentRecord) -> Result<(), String> {
-        self.line(&record.to_csv_row())
-    }
-
-    fn line(&mut self, text: &str) -> Result<(), String> {
-        let mut line = String::with_capacity(text.len() + 1);
-        line.push_str(text);
-        line.push('\n');
-        self.file
-            .write_all(line.as_bytes())
-            .map_err(|e| format!("writing {}: {e}", self.path.display()))
+        self.0.append(&record.to_csv_row())
     }
 }

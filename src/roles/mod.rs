@@ -10,6 +10,7 @@
 //! - `control`: the node's control-plane identity, connecting to a peer, the default port.
 //! - `peers`: kept control-plane connections to peers, and calls to many at once.
 //! - `links`: facts about this node's links (their rates), in a lab or a container.
+//! - `rows`: a CSV a client appends to as it goes (`segments.csv`, `deadlines.csv`).
 //! - `summary`: what a client writes when it ends (`summary.json`).
 //! - `logs`: `tracing` to the node's log.
 //!
@@ -24,6 +25,7 @@ pub mod links;
 pub mod peers;
 pub use netem::logs;
 mod main;
+pub mod rows;
 pub mod summary;
 
 pub use main::{main, Kind, Role, Shutdown, Start};
