@@ -545,6 +545,60 @@ fn plain_ping_shows_the_configured_round_trip() {
     );
 }
 
+/// The kernel backend's link counters (`cdnlab web`, `links.jsonl`) are what `tc -s qdisc show`
+/// prints for the sender's root qdisc. No netem here, so a TBF stands in for the kernel
+/// backend's qdisc on node a's interface, and 300 pings of 1400 bytes go through its 1 Mbit/s;
+/// once they stop, the counters read over rtnetlink must equal tc's, byte for byte.
+fn kernel_counters_are_what_tc_shows() {
+    let lab = Lab::new(
+        "t-qstats",
+        "[nodes.a]\n[nodes.b]\n[[links]]\nendpoints = [\"a\", \"b\"]\n",
+    );
+    lab.up();
+    let status = lab.status_json();
+    let a = status["nodes"]
+        .as_array()
+        .and_then(|nodes| nodes.iter().find(|n| n["name"] == "a"))
+        .unwrap_or_else(|| panic!("node a in the status: {status}"));
+    let ifname = a["interfaces"][0]["ifname"]
+        .as_str()
+        .expect("a's interface")
+        .to_string();
+    let netns = a["netns"].as_str().expect("a's namespace").to_string();
+    lab.exec(
+        "a",
+        &[
+            "tc", "qdisc", "add", "dev", &ifname, "root", "tbf", "rate", "1mbit", "burst", "4k",
+            "limit", "3000",
+        ],
+    );
+    lab.exec(
+        "a",
+        &[
+            "sh",
+            "-c",
+            "ping -n -q -c 300 -i 0.002 -s 1400 -W 1 b; true",
+        ],
+    );
+    let mut namespace =
+        cdnlab::lab::qdisc_stats::Namespace::open(&netns, std::slice::from_ref(&ifname))
+            .expect("a socket in a's namespace");
+    let ours = namespace.read().expect("a dump")[0].expect("a root qdisc");
+    let tc: serde_json::Value = serde_json::from_str(&lab.exec(
+        "a",
+        &["tc", "-s", "-j", "qdisc", "show", "dev", &ifname, "root"],
+    ))
+    .expect("tc's JSON");
+    let tc = &tc[0];
+    assert_eq!(tc["kind"], "tbf", "{tc}");
+    assert_eq!(ours.bytes, tc["bytes"].as_u64().unwrap(), "{tc}");
+    assert_eq!(ours.packets, tc["packets"].as_u64().unwrap(), "{tc}");
+    assert_eq!(ours.drops, tc["drops"].as_u64().unwrap(), "{tc}");
+    assert_eq!(ours.qlen, tc["qlen"].as_u64().unwrap(), "{tc}");
+    // Every ping went through the bucket (a ping's socket waits for room rather than lose it).
+    assert!(ours.packets >= 300 && ours.bytes >= 300 * 1400, "{ours:?}");
+}
+
 /// `cdnlab capture` writes both directions of a link as their receivers got them: tcpdump reads
 /// the file, and its timestamps show each direction's delay. a→b carries 5 ms and b→a 15 ms, so
 /// each echo reply reaches a 15 ms after its request reached b, and ping's round trip less
@@ -818,6 +872,8 @@ tests!(
         sweep_resume_runs_only_what_did_not_finish;
     Needs::root(&["ip", "iptables-legacy", "ping"]) =>
         plain_ping_shows_the_configured_round_trip;
+    Needs::root(&["ip", "iptables-legacy", "ping", "tc"]) =>
+        kernel_counters_are_what_tc_shows;
     Needs::root(&["ip", "iptables-legacy", "ping", "tcpdump"]) =>
         capture_shows_each_directions_delay_in_its_timestamps;
     NOTHING =>

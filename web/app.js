@@ -16,6 +16,9 @@ function fresh() {
     throughput: new Map(), // direction id -> [[time_unix_s, bps]]
     latest: new Map(),     // direction id -> the last counters
     clients: new Map(),    // name -> {rows: [], state, summary}
+    regions: {},           // ICN load generator -> its region
+    latency: new Map(),    // ICN load generator -> [latency message per second]
+    controller: null,      // {sites, regions, apps, mode, ticks: [], periods: []}
     events: [],            // {time_unix_s, text, received_ms}
     t0: null, now: null, ended: null, selected: null, errors: [],
   };
@@ -44,6 +47,7 @@ function handle(message) {
       view.picture = message.picture;
       view.directions = message.directions;
       view.counters = message.counters;
+      view.regions = message.regions || {};
       for (const name of message.clients) {
         view.clients.set(name, { rows: [], deadlines: { n: 0, missed: 0, points: [] }, state: 'running', summary: null });
       }
@@ -87,6 +91,22 @@ function handle(message) {
       push(d.points, [message.time_unix_s, d.missed / d.n]);
       break;
     }
+    case 'latency': {
+      view.now = Math.max(view.now || 0, message.time_unix_s);
+      if (!view.latency.has(message.client)) view.latency.set(message.client, []);
+      push(view.latency.get(message.client), { ...message, received_ms: Date.now() });
+      break;
+    }
+    case 'controller':
+      view.controller = { ...message, ticks: [], periods: [] };
+      break;
+    case 'controller_tick':
+      view.now = Math.max(view.now || 0, message.time_unix_s);
+      if (view.controller) push(view.controller.ticks, { ...message, received_ms: Date.now() });
+      break;
+    case 'controller_period':
+      if (view.controller) push(view.controller.periods, message);
+      break;
     case 'client': {
       const client = view.clients.get(message.client);
       if (client) { client.state = message.state; client.summary = message.summary; }
@@ -143,12 +163,20 @@ function mbit(bps) { return (bps / 1e6).toFixed(bps >= 1e7 ? 0 : bps >= 1e6 ? 1 
 
 function since(t) { return view.t0 === null ? t : t - view.t0; }
 
-/// The directions charted: the selected edge's, or else every direction from or to a client.
+/// The directions charted: the selected edge's, or else the directions from or to a client that
+/// have carried traffic, or else the four busiest (a direction without impairments is not
+/// shaped, and its counters stay at zero).
 function chartedDirections() {
   if (view.selected !== null) return view.directions.filter((d) => d.edge === view.selected);
+  const peak = (d) => Math.max(0, ...(view.throughput.get(d.id) || []).map((p) => p[1]));
+  const busy = view.directions.filter((d) => peak(d) > 0);
   const clients = new Set(view.picture.nodes.filter((n) => n.kind === 'client').map((n) => n.name));
-  const touching = view.directions.filter((d) => clients.has(d.from) || d.to.some((t) => clients.has(t)));
-  return touching.length ? touching : view.directions.slice(0, 4);
+  const touching = (d) => clients.has(d.from) || d.to.some((t) => clients.has(t));
+  const clientsBusy = busy.filter(touching);
+  if (clientsBusy.length) return clientsBusy;
+  if (busy.length) return busy.sort((a, b) => peak(b) - peak(a)).slice(0, 4);
+  const all = view.directions.filter(touching);
+  return all.length ? all : view.directions.slice(0, 4);
 }
 
 function render() {
@@ -158,7 +186,7 @@ function render() {
   mode.className = `badge ${view.ended && view.mode === 'live' ? 'ended' : view.mode}`;
   document.getElementById('clock').textContent = view.now && view.t0 !== null ? `${since(view.now).toFixed(1)} s` : '';
   document.getElementById('note').textContent = view.ended && view.mode === 'live' ? view.ended
-    : (view.counters ? '' : 'no link counters: the kernel backend (tc) is not sampled');
+    : (view.counters ? '' : 'no link counters: they could not be read (see the log)');
   for (const [i, edge] of view.edges.entries()) {
     let widest = 0;
     for (const [id, { label, direction: d }] of edge.labels) {
@@ -180,8 +208,9 @@ function render() {
   })), eventTimes);
   const clients = [...view.clients.entries()];
   // The HAS charts only where a client plays segments (and while none has yet, to show where
-  // they will be); F-FDN viewers have their own.
-  const has = clients.some(([, c]) => c.rows.length > 0) || !clients.some(([, c]) => c.deadlines.n > 0);
+  // they will be); F-FDN viewers and ICN regions have their own.
+  const has = clients.some(([, c]) => c.rows.length > 0)
+    || !(clients.some(([, c]) => c.deadlines.n > 0) || view.latency.size > 0 || view.controller);
   document.getElementById('figure-buffer').hidden = !has;
   document.getElementById('figure-bitrate').hidden = !has;
   chart('chart-buffer', clients.map(([name, c]) => ({
@@ -197,6 +226,7 @@ function render() {
       name, points: c.deadlines.points.map(([t, rate]) => [since(t), rate]),
     })), eventTimes);
   }
+  renderIcn(eventTimes);
   table('clients', clients.map(([name, c]) => {
     const last = c.rows[c.rows.length - 1];
     const startup = c.summary && c.summary.startup_delay_s;
@@ -216,6 +246,55 @@ function render() {
     item.textContent = `${since(e.time_unix_s).toFixed(1)} s  ${e.text}`;
     list.appendChild(item);
   }
+}
+
+function regionName(client) { return view.regions[client] ? `${view.regions[client]} (${client})` : client; }
+
+function percent(share) { return `${(100 * share).toFixed(0)}%`; }
+
+/// The ICN scenario: each region's latency per second, the controller's prices and congestion
+/// per site, and its mapping (the share of demand sent to each site, over time and per region).
+function renderIcn(eventTimes) {
+  const regions = [...view.latency.entries()];
+  document.getElementById('figure-latency').hidden = regions.length === 0;
+  document.getElementById('icn').hidden = regions.length === 0 && !view.controller;
+  if (regions.length) {
+    chart('chart-latency', regions.map(([client, seconds]) => ({
+      name: regionName(client), points: seconds.filter((s) => s.mean_ms !== null).map((s) => [since(s.time_unix_s), s.mean_ms]),
+    })), eventTimes);
+  }
+  table('regions', regions.map(([client, seconds]) => {
+    const last = seconds[seconds.length - 1];
+    const ms = (v) => (v === null ? '' : v.toFixed(1));
+    return [regionName(client), last.requests, last.failed, ms(last.mean_ms), ms(last.p95_ms)];
+  }));
+  const c = view.controller;
+  for (const id of ['figure-prices', 'figure-congestion', 'figure-mapping']) document.getElementById(id).hidden = !c;
+  if (!c) return;
+  // Each value holds until the next, so the last one is drawn on to now.
+  const perSite = (records, field) => c.sites.map((site, m) => {
+    const points = records.filter((r) => Array.isArray(r[field]) && typeof r[field][m] === 'number')
+      .map((r) => [since(r.time_unix_s), r[field][m]]);
+    const last = points[points.length - 1];
+    if (last && view.now !== null && since(view.now) > last[0]) points.push([since(view.now), last[1]]);
+    return { name: site, step: true, points };
+  });
+  chart('chart-prices', perSite(c.ticks, 'prices'), eventTimes);
+  chart('chart-congestion', perSite(c.ticks, 'theta'), eventTimes);
+  const installed = c.periods.filter((p) => p.version !== null);
+  chart('chart-mapping', perSite(installed, 'site_share'), eventTimes);
+  const head = document.querySelector('#mapping thead tr');
+  head.replaceChildren(...['region', ...c.sites].map((text) => {
+    const th = document.createElement('th');
+    th.textContent = text;
+    return th;
+  }));
+  const latest = installed[installed.length - 1];
+  const last = c.periods[c.periods.length - 1];
+  document.getElementById('mapping-note').textContent = !last ? `${c.mode}: no PARM period yet`
+    : `${c.mode}: rules ${latest ? latest.version : 'none'} from ${latest ? since(latest.time_unix_s).toFixed(1) : '—'} s`
+      + (last.error ? `; the last period installed nothing: ${last.error}` : '');
+  table('mapping', latest ? c.regions.map((region, l) => [region, ...(latest.region_share[l] || []).map(percent)]) : []);
 }
 
 function table(id, rows) {
@@ -292,6 +371,17 @@ window.cdnlab = {
         segments: c.rows.length, state: c.state, deadlines: c.deadlines.n, missed: c.deadlines.missed,
       }])),
       eventsShown: document.querySelectorAll('#events li').length,
+      // Per region: its seconds' request counts, mean latencies and when each reached the page.
+      latency: Object.fromEntries([...view.latency].map(([client, seconds]) => [client, seconds.map((s) => ({
+        time_unix_s: s.time_unix_s, requests: s.requests, failed: s.failed, mean_ms: s.mean_ms, received_ms: s.received_ms,
+      }))])),
+      regionsShown: document.querySelectorAll('#regions tbody tr').length,
+      controller: view.controller && {
+        sites: view.controller.sites,
+        ticks: view.controller.ticks.map((t) => ({ time_unix_s: t.time_unix_s, prices: t.prices, received_ms: t.received_ms })),
+        periods: view.controller.periods.map((p) => ({ version: p.version, site_share: p.site_share })),
+        mappingShown: [...document.querySelectorAll('#mapping tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent)),
+      },
     };
   },
 };

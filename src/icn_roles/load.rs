@@ -2,11 +2,13 @@
 //! requests arrive as a Poisson process of intensity `users × rate` (Equation 6: λ_nl is the sum
 //! of the users' λ_nu), open loop — a request is sent at its arrival whatever the ones before
 //! are doing — for names `/APP/oK` with K drawn from a Zipf popularity, to the region's ICN
-//! router. Writes `requests.csv` (one row per request), `latency.svg` (mean latency per
-//! application over time) and `summary.json`.
+//! router. Appends a row to `requests.csv` as each request completes (so `cdnlab web` shows the
+//! region's latency while it runs), and writes `latency.svg` (mean latency per application over
+//! time) and `summary.json` at the end.
 
 use crate::plot::{lines, Figure, Point};
 use crate::roles::config::Keys;
+use crate::roles::rows::RowLog;
 use crate::roles::summary::{self, ClientSummary};
 use crate::roles::Start;
 use rand::rngs::StdRng;
@@ -81,6 +83,11 @@ pub fn config(table: &Table) -> Result<LoadConfig, String> {
         seed: keys.integer("seed")?.unwrap_or(1),
     })
 }
+
+/// The header of `requests.csv`: a request's send time (seconds after the users started), its
+/// application and object, how long it took, its HTTP status (0: no answer), what the router's
+/// content store did, and the site that served it. Rows are in the order requests completed.
+pub const REQUESTS_HEADER: &str = "sent_s,app,object,latency_s,status,cache,site";
 
 /// One request as the user saw it.
 #[derive(Debug, Clone)]
@@ -222,17 +229,32 @@ async fn generate(config: &LoadConfig, node: &str, out: &Path) -> Result<Value, 
         .build()
         .map_err(|e| format!("HTTP client: {e}"))?;
     let mut arrivals = Arrivals::new(config)?;
+    let mut log = RowLog::create(out, "requests.csv", REQUESTS_HEADER)?;
+    let mut records = Vec::new();
+    let mut keep = |done: Result<Record, tokio::task::JoinError>| -> Result<(), String> {
+        let record = done.map_err(|e| format!("a request's task: {e}"))?;
+        log.append(&row(config, &record))?;
+        records.push(record);
+        Ok(())
+    };
     let origin = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    // Open loop: each request is sent at its arrival, whatever the earlier ones are doing.
+    // Open loop: each request is sent at its arrival, whatever the earlier ones are doing; the
+    // ones that completed meanwhile are logged.
     while let Some((sent_s, app, object)) = arrivals.next() {
-        tokio::time::sleep_until((origin + Duration::from_secs_f64(sent_s)).into()).await;
+        let at = origin + Duration::from_secs_f64(sent_s);
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(at.into()) => break,
+                Some(done) = tasks.join_next() => keep(done)?,
+            }
+        }
         let url = format!("http://{}/{}/o{object}", config.router, config.apps[app]);
         tasks.spawn(request(client.clone(), url, sent_s, app, object));
     }
-    let mut records = tasks.join_all().await;
-    records.sort_by(|a, b| a.sent_s.total_cmp(&b.sent_s));
-    write_requests(out, config, &records)?;
+    while let Some(done) = tasks.join_next().await {
+        keep(done)?;
+    }
     plot_latency(out, config, &records)?;
     Ok(summarize(config, node, &records))
 }
@@ -288,17 +310,12 @@ fn summarize(config: &LoadConfig, node: &str, records: &[Record]) -> Value {
     })
 }
 
-fn write_requests(out: &Path, config: &LoadConfig, records: &[Record]) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut text = String::from("sent_s,app,object,latency_s,status,cache,site\n");
-    for r in records {
-        text += &format!(
-            "{:.6},{},{},{:.6},{},{},{}\n",
-            r.sent_s, config.apps[r.app], r.object, r.latency_s, r.status, r.cache, r.site
-        );
-    }
-    let path = out.join("requests.csv");
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+/// `record`'s row of `requests.csv` (under [`REQUESTS_HEADER`]).
+fn row(config: &LoadConfig, r: &Record) -> String {
+    format!(
+        "{:.6},{},{},{:.6},{},{},{}",
+        r.sent_s, config.apps[r.app], r.object, r.latency_s, r.status, r.cache, r.site
+    )
 }
 
 /// Mean latency of each application's successful requests per 2-second bin of send time.

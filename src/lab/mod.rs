@@ -2,11 +2,13 @@
 
 pub mod build;
 pub mod control;
+pub mod counters;
 pub mod directions;
 pub mod events;
 pub mod interrupt;
 pub mod links;
 pub mod process;
+pub mod qdisc_stats;
 pub mod rtnetlink;
 pub mod shaper;
 pub mod state;

@@ -57,7 +57,7 @@ impl Request {
 }
 
 /// Struct sizes of the kernel's uapi: nlmsghdr, ifinfomsg, ifaddrmsg, rtmsg.
-const HEADER_LEN: usize = 16;
+pub(super) const HEADER_LEN: usize = 16;
 const IFA_ADDRESS: u16 = 1;
 const IFA_LOCAL: u16 = 2;
 const NLMSG_ERROR: u16 = 2;
@@ -164,16 +164,8 @@ fn read_acks(socket: &OwnedFd, count: usize) -> Result<Option<(u32, i32)>> {
     let mut refused = None;
     let mut buf = vec![0u8; 64 * 1024];
     while acked < count {
-        // SAFETY: recv into a buffer we own, with its length.
-        let n = unsafe { libc::recv(socket.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return err(format!("reading rtnetlink replies: {e}"));
-        }
-        for (seq, errno) in acks(&buf[..n as usize])? {
+        let n = recv(socket, &mut buf)?;
+        for (seq, errno) in acks(&buf[..n])? {
             acked += 1;
             if errno != 0 && refused.is_none() {
                 refused = Some((seq, errno));
@@ -181,6 +173,21 @@ fn read_acks(socket: &OwnedFd, count: usize) -> Result<Option<(u32, i32)>> {
         }
     }
     Ok(refused)
+}
+
+/// Reads one datagram of replies into `buf`; its length.
+pub(super) fn recv(socket: &OwnedFd, buf: &mut [u8]) -> Result<usize> {
+    loop {
+        // SAFETY: recv into a buffer we own, with its length.
+        let n = unsafe { libc::recv(socket.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return err(format!("reading rtnetlink replies: {e}"));
+        }
+    }
 }
 
 /// The acknowledgements in a datagram: each request's sequence number and errno (0: done).
@@ -206,7 +213,7 @@ fn acks(datagram: &[u8]) -> Result<Vec<(u32, i32)>> {
     Ok(found)
 }
 
-fn interface_index(ifname: &str) -> Result<u32> {
+pub(super) fn interface_index(ifname: &str) -> Result<u32> {
     let name = std::ffi::CString::new(ifname)
         .map_err(|_| Error(format!("interface name `{ifname}` holds a NUL byte")))?;
     // SAFETY: if_nametoindex reads a NUL-terminated string we own.
@@ -219,7 +226,7 @@ fn interface_index(ifname: &str) -> Result<u32> {
     }
 }
 
-fn open() -> Result<OwnedFd> {
+pub(super) fn open() -> Result<OwnedFd> {
     // SAFETY: plain socket(2) call; the socket belongs to the calling thread's namespace.
     let raw = unsafe {
         libc::socket(
@@ -239,7 +246,7 @@ fn open() -> Result<OwnedFd> {
 }
 
 /// Sends `buf` to the kernel in one datagram.
-fn send(socket: &OwnedFd, buf: &[u8]) -> Result<()> {
+pub(super) fn send(socket: &OwnedFd, buf: &[u8]) -> Result<()> {
     // SAFETY: a zeroed sockaddr_nl with its family set addresses the kernel (port 0).
     let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;

@@ -9,50 +9,19 @@
 //! - `segment`: a row of a HAS client's `segments.csv` (quality, bitrate, buffer, stalls),
 //!   stamped with when the segment arrived.
 //! - `deadline`: a row of F-FDN viewers' `deadlines.csv`: a segment arrived, missed or not.
+//! - `latency`, `controller`, `controller_tick`, `controller_period`: the ICN scenario's
+//!   regions and controller ([`icn`]).
 //! - `client`: a client finished; its `summary.json`.
 //! - `end`: nothing more will come (the lab is down, or the replay is complete).
 
+pub mod icn;
+
 use crate::picture::{layout, Picture, VertexKind};
-use crate::topology::{SegmentKind, Topology};
-use serde::{Deserialize, Serialize};
+use crate::topology::{Program, SegmentKind, Topology};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 
-/// One link direction's counters at one instant, as `cdnlab run` records them in `links.jsonl`
-/// and the shaper reports them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Counters {
-    pub id: String,
-    pub bytes: u64,
-    pub packets: u64,
-    pub drops: u64,
-    pub queued: usize,
-}
-
-/// A line of `links.jsonl`: every direction's counters at `time_unix_s`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    pub time_unix_s: f64,
-    pub links: Vec<Counters>,
-}
-
-/// The sample of a shaper's `show` answer taken at `time_unix_s`: frames and bytes sent, frames
-/// dropped (by loss or a full queue), frames queued; `None` if it lists no queues.
-pub fn sample(time_unix_s: f64, shown: &netem::daemon::Response) -> Option<Sample> {
-    let links = shown
-        .queues
-        .as_ref()?
-        .iter()
-        .map(|q| Counters {
-            id: q.id.clone(),
-            bytes: q.stats.bytes,
-            packets: q.stats.packets,
-            drops: q.stats.dropped_loss + q.stats.dropped_queue_full,
-            queued: q.queued,
-        })
-        .collect();
-    Some(Sample { time_unix_s, links })
-}
+pub use crate::lab::counters::{Counters, Sample};
 
 /// The picture's edge that shows `member`'s direction of `segment`, and whether the direction
 /// runs from the edge's `a` to its `b` (`Picture::of` adds one edge per link, sender member 0
@@ -72,8 +41,7 @@ pub fn edge_of(topology: &Topology, segment: usize, member: usize) -> Option<(us
 }
 
 /// The `hello` message. `directions` are the lab's directions as `cdnlab status --json` lists
-/// them (`links.json` in a run directory); `counters` says whether link samples will follow
-/// (the userspace backend's shaper counts; the kernel backend has no counters here).
+/// them (`links.json` in a run directory); `counters` says whether link samples will follow.
 pub fn hello(mode: &str, topology: &Topology, directions: &[Value], counters: bool) -> Value {
     let picture = Picture::of(topology);
     let at = layout(&picture);
@@ -119,6 +87,12 @@ pub fn hello(mode: &str, topology: &Topology, directions: &[Value], counters: bo
         .filter(|n| n.client)
         .map(|n| n.name.as_str())
         .collect();
+    // The region whose users each ICN load generator is.
+    let regions: serde_json::Map<String, Value> = role_nodes(topology, "icn-load")
+        .filter_map(|(name, config)| {
+            Some((name.to_string(), config.get("region")?.as_str()?.into()))
+        })
+        .collect();
     json!({
         "kind": "hello",
         "mode": mode,
@@ -127,6 +101,18 @@ pub fn hello(mode: &str, topology: &Topology, directions: &[Value], counters: bo
         "picture": {"title": picture.title, "width": at.width, "height": at.height, "nodes": nodes, "edges": edges},
         "directions": directions,
         "clients": clients,
+        "regions": regions,
+    })
+}
+
+/// The nodes of `topology` that run `role`, with their configurations.
+pub fn role_nodes<'a>(
+    topology: &'a Topology,
+    role: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a toml::Table)> + 'a {
+    topology.nodes.iter().filter_map(move |n| match &n.program {
+        Program::Role { role: r, config } if r == role => Some((n.name.as_str(), config)),
+        _ => None,
     })
 }
 

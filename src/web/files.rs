@@ -1,11 +1,13 @@
 //! What the view reads from files as they grow: the lab's event log, each client's
-//! `segments.csv` (HAS) or `deadlines.csv` (F-FDN viewers) and, once it finishes, its
-//! `summary.json`, and (replaying a run directory)
-//! the link samples `cdnlab run` recorded in `links.jsonl`. The same for a live lab and a run
-//! directory; only the paths differ.
+//! `segments.csv` (HAS), `deadlines.csv` (F-FDN viewers) or `requests.csv` (ICN users) and, once
+//! it finishes, its `summary.json`, an ICN controller's `controller.jsonl`, and (replaying a run
+//! directory) the link samples `cdnlab run` recorded in `links.jsonl`. The same for a live lab
+//! and a run directory; only the paths differ.
 
+use super::feed::icn::{self, RegionLatency};
 use super::feed::{self, Sample, SegmentColumns, Throughput};
 use crate::fog_roles::viewers::DEADLINES_HEADER;
+use crate::icn_roles::load::REQUESTS_HEADER;
 use crate::line_tail::LineTail;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -13,14 +15,49 @@ use std::path::{Path, PathBuf};
 /// Largest `summary.json` read: a client's is a few kB.
 const MAX_SUMMARY: u64 = 1 << 20;
 
+/// How long after a second ends a live view publishes the ICN requests that completed in it:
+/// a request is logged when it completes, so by then its second's rows are in the file.
+const LATENCY_LATE_S: f64 = 1.0;
+
+/// A CSV a client appends to, whose rows count once its header is the one expected.
+struct Rows {
+    tail: LineTail,
+    header: &'static str,
+    /// Whether the header was read and is `header`.
+    known: Option<bool>,
+}
+
+impl Rows {
+    fn new(path: PathBuf, header: &'static str) -> Rows {
+        Rows {
+            tail: LineTail::new(path),
+            header,
+            known: None,
+        }
+    }
+
+    /// The rows appended since the last look.
+    fn next(&mut self) -> Vec<String> {
+        let mut rows = Vec::new();
+        for line in self.tail.next_lines().unwrap_or_default() {
+            match self.known {
+                None => self.known = Some(line == self.header),
+                Some(true) => rows.push(line),
+                Some(false) => {}
+            }
+        }
+        rows
+    }
+}
+
 struct Client {
     name: String,
     dir: PathBuf,
     segments: LineTail,
     columns: Option<SegmentColumns>,
-    deadlines: LineTail,
-    /// Whether `deadlines.csv`'s header was read and is the viewers'.
-    deadlines_header: Option<bool>,
+    deadlines: Rows,
+    requests: Rows,
+    latency: RegionLatency,
     done: bool,
 }
 
@@ -29,6 +66,8 @@ pub struct Files {
     links: Option<LineTail>,
     throughput: Throughput,
     clients: Vec<Client>,
+    /// Each ICN controller's name and its `controller.jsonl`.
+    controllers: Vec<(String, LineTail)>,
     /// When the clients started (the `clients_start` event), which their segment times count
     /// from; until it is seen, when this reader started.
     clients_start_unix_s: Option<f64>,
@@ -36,12 +75,14 @@ pub struct Files {
 }
 
 impl Files {
-    /// `nodes_dir` holds a directory per node; `clients` are names a topology has checked.
+    /// `nodes_dir` holds a directory per node; `clients` and `controllers` (ICN controllers)
+    /// are names a topology has checked.
     pub fn new(
         events: PathBuf,
         links: Option<PathBuf>,
         nodes_dir: &Path,
         clients: &[String],
+        controllers: &[String],
     ) -> Files {
         Files {
             events: LineTail::new(events),
@@ -54,9 +95,20 @@ impl Files {
                     dir: nodes_dir.join(name),
                     segments: LineTail::new(nodes_dir.join(name).join("segments.csv")),
                     columns: None,
-                    deadlines: LineTail::new(nodes_dir.join(name).join("deadlines.csv")),
-                    deadlines_header: None,
+                    deadlines: Rows::new(
+                        nodes_dir.join(name).join("deadlines.csv"),
+                        DEADLINES_HEADER,
+                    ),
+                    requests: Rows::new(nodes_dir.join(name).join("requests.csv"), REQUESTS_HEADER),
+                    latency: RegionLatency::default(),
                     done: false,
+                })
+                .collect(),
+            controllers: controllers
+                .iter()
+                .map(|name| {
+                    let log = nodes_dir.join(name).join("controller.jsonl");
+                    (name.clone(), LineTail::new(log))
                 })
                 .collect(),
             clients_start_unix_s: None,
@@ -65,8 +117,31 @@ impl Files {
     }
 
     /// The messages of everything appended since the last look: events first (the clients'
-    /// start among them), then link samples, segments and finished clients.
+    /// start among them), then link samples, the clients' rows, the ICN regions' seconds that
+    /// are over, finished clients and the controllers' records.
     pub fn poll(&mut self) -> Vec<Value> {
+        self.read(crate::wall_clock::unix_now_s() - LATENCY_LATE_S)
+    }
+
+    /// Every message the files hold now, read to their ends.
+    pub fn drain(&mut self) -> Vec<Value> {
+        let mut all = Vec::new();
+        loop {
+            let more = self.read(f64::NEG_INFINITY);
+            if more.is_empty() {
+                break;
+            }
+            all.extend(more);
+        }
+        for client in &mut self.clients {
+            all.extend(client.latency.publish(&client.name, f64::INFINITY));
+        }
+        all
+    }
+
+    /// What [`Files::poll`] says, publishing the ICN seconds over by `until_unix_s` (all of a
+    /// finished client's).
+    fn read(&mut self, until_unix_s: f64) -> Vec<Value> {
         let mut messages = Vec::new();
         for line in self.events.next_lines().unwrap_or_default() {
             if let Some(message) = feed::event(&line) {
@@ -85,39 +160,41 @@ impl Files {
         }
         let start = self.clients_start_unix_s.unwrap_or(self.started_unix_s);
         for client in &mut self.clients {
+            // Read before the rows: a summary is written after the client's last row.
+            let finished = (!client.done)
+                .then(|| read_summary(&client.dir.join("summary.json")))
+                .flatten();
             for line in client.segments.next_lines().unwrap_or_default() {
                 match &client.columns {
                     None => client.columns = SegmentColumns::of(&line),
                     Some(columns) => messages.extend(columns.message(&client.name, start, &line)),
                 }
             }
-            for line in client.deadlines.next_lines().unwrap_or_default() {
-                match client.deadlines_header {
-                    None => client.deadlines_header = Some(line == DEADLINES_HEADER),
-                    Some(true) => messages.extend(feed::deadline(&client.name, &line)),
-                    Some(false) => {}
+            for row in client.deadlines.next() {
+                messages.extend(feed::deadline(&client.name, &row));
+            }
+            for row in client.requests.next() {
+                if let Some(request) = icn::request(start, &row) {
+                    client.latency.add(request);
                 }
             }
-            if !client.done {
-                if let Some(summary) = read_summary(&client.dir.join("summary.json")) {
-                    client.done = true;
-                    messages.push(feed::client_done(&client.name, &summary));
-                }
+            let until = if client.done || finished.is_some() {
+                f64::INFINITY
+            } else {
+                until_unix_s
+            };
+            messages.extend(client.latency.publish(&client.name, until));
+            if let Some(summary) = finished {
+                client.done = true;
+                messages.push(feed::client_done(&client.name, &summary));
+            }
+        }
+        for (name, log) in &mut self.controllers {
+            for line in log.next_lines().unwrap_or_default() {
+                messages.extend(icn::controller(name, &line));
             }
         }
         messages
-    }
-
-    /// Every message the files hold now, read to their ends.
-    pub fn drain(&mut self) -> Vec<Value> {
-        let mut all = Vec::new();
-        loop {
-            let more = self.poll();
-            if more.is_empty() {
-                return all;
-            }
-            all.extend(more);
-        }
     }
 }
 

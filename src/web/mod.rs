@@ -1,7 +1,8 @@
 //! `cdnlab web` and `cdnlab run --web`: a page that shows a lab while it runs — its topology
-//! with each link direction's throughput, queue and drops, the timeline's events as they fire,
-//! and each HAS client's buffer, played bitrate and stalls — or replays a finished run's
-//! directory the same way. Read-only: nothing here changes the lab.
+//! with each link direction's throughput, queue and drops (the shaper's counters, or the kernel
+//! qdiscs'), the timeline's events as they fire, each HAS client's buffer, played bitrate and
+//! stalls, F-FDN deadline misses, each ICN region's latency and the ICN controller's prices and
+//! mapping — or replays a finished run's directory the same way. Read-only: nothing here changes the lab.
 //!
 //! A sampler thread turns the lab's counters and files into messages ([`feed`]) ten times a
 //! second and publishes them to a [`hub::Hub`]; an HTTP server on a runtime of its own serves
@@ -12,7 +13,8 @@ mod files;
 pub mod hub;
 pub mod server;
 
-use crate::lab::{self, Backend, LabState};
+use crate::lab::counters::LinkCounters;
+use crate::lab::{self, LabState};
 use crate::topology::Topology;
 use files::Files;
 use hub::Hub;
@@ -90,29 +92,31 @@ impl Drop for Server {
 /// `stop` is set, then publishes `end`.
 pub fn follow_lab(lab: &str, hub: &Hub, stop: &AtomicBool) -> Result<(), String> {
     let state = LabState::load(lab).map_err(|e| format!("lab {lab}: {e}"))?;
-    let counters = state.backend == Backend::Userspace;
+    let mut counters = LinkCounters::open(&state)
+        .map_err(|e| tracing::warn!("web: no link counters: {e}"))
+        .ok();
     hub.publish(&feed::hello(
         "live",
         &state.topology,
         &lab::directions::json(&state),
-        counters,
+        counters.is_some(),
     ));
+    let (clients, controllers) = followed(&state.topology);
     let mut files = Files::new(
         state.events_path(),
         None,
         &state.out_dir,
-        &client_names(&state.topology),
+        &clients,
+        &controllers,
     );
     let mut throughput = feed::Throughput::default();
     // On a fixed beat, so the time a look takes does not stretch the period.
     let mut next = std::time::Instant::now();
     loop {
         let gone = stop.load(Ordering::Acquire) || !state.dir().exists();
-        if counters && !gone {
-            if let Ok(response) = lab::shaper::show(&state) {
-                if let Some(sample) = feed::sample(crate::wall_clock::unix_now_s(), &response) {
-                    hub.publish(&throughput.message(&sample));
-                }
+        if let Some(counters) = counters.as_mut().filter(|_| !gone) {
+            if let Ok(sample) = counters.sample(&state) {
+                hub.publish(&throughput.message(&sample));
             }
         }
         for message in files.poll() {
@@ -144,9 +148,9 @@ pub fn replay(dir: &Path, hub: &Hub) -> Result<(), String> {
     };
     let topology: Topology = serde_json::from_str(&read("topology.json")?)
         .map_err(|e| format!("{}: {e}", dir.join("topology.json").display()))?;
-    let clients = client_names(&topology);
-    for name in &clients {
-        crate::topology::check_node_name(name, "client")
+    let (clients, controllers) = followed(&topology);
+    for name in clients.iter().chain(&controllers) {
+        crate::topology::check_node_name(name, "node")
             .map_err(|e| format!("{}: {e}", dir.join("topology.json").display()))?;
     }
     let directions: Vec<serde_json::Value> = serde_json::from_str(&read("links.json")?)
@@ -163,6 +167,7 @@ pub fn replay(dir: &Path, hub: &Hub) -> Result<(), String> {
         Some(links),
         &dir.join("nodes"),
         &clients,
+        &controllers,
     );
     for message in files.drain() {
         hub.publish(&message);
@@ -171,13 +176,18 @@ pub fn replay(dir: &Path, hub: &Hub) -> Result<(), String> {
     Ok(())
 }
 
-fn client_names(topology: &Topology) -> Vec<String> {
-    topology
+/// The nodes whose files the view follows: the clients, and the ICN controllers.
+fn followed(topology: &Topology) -> (Vec<String>, Vec<String>) {
+    let clients = topology
         .nodes
         .iter()
         .filter(|n| n.client)
         .map(|n| n.name.clone())
-        .collect()
+        .collect();
+    let controllers = feed::role_nodes(topology, "controller")
+        .map(|(name, _)| name.to_string())
+        .collect();
+    (clients, controllers)
 }
 
 /// A live view beside a run (`cdnlab run --web`): its server and sampler threads.

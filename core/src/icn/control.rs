@@ -194,9 +194,50 @@ pub fn site_shares(demand: &[Vec<f64>], alpha: &[Vec<Vec<f64>>]) -> Vec<f64> {
         .collect()
 }
 
+/// Σ_n λ_nl α_nlm / Σ_n λ_nl for every region l: where a mapping sends each region's demand,
+/// `[l][m]` (all zero for a region with no demand).
+pub fn region_site_shares(demand: &[Vec<f64>], alpha: &[Vec<Vec<f64>>]) -> Vec<Vec<f64>> {
+    let regions = demand.iter().map(Vec::len).max().unwrap_or(0);
+    (0..regions)
+        .map(|l| {
+            let only_l: Vec<Vec<f64>> = demand
+                .iter()
+                .map(|app| {
+                    let mut row = vec![0.0; app.len()];
+                    if let Some(&lambda) = app.get(l) {
+                        row[l] = lambda;
+                    }
+                    row
+                })
+                .collect();
+            if only_l.iter().flatten().sum::<f64>() > 0.0 {
+                site_shares(&only_l, alpha)
+            } else {
+                vec![0.0; site_load(&only_l, alpha).len()]
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each region's demand goes where its own α_nlm send it, weighted by its applications'
+    /// λ_nl; a region without demand shows none; the regions' shares weighted by their demand
+    /// add up to the sites' shares.
+    #[test]
+    fn region_shares_follow_each_regions_mapping() {
+        // Two applications, two regions, two sites.
+        let demand = vec![vec![3.0, 0.0], vec![1.0, 0.0]];
+        let alpha = vec![
+            vec![vec![1.0, 0.0], vec![0.5, 0.5]],
+            vec![vec![0.0, 1.0], vec![0.5, 0.5]],
+        ];
+        let shares = region_site_shares(&demand, &alpha);
+        assert_eq!(shares, vec![vec![0.75, 0.25], vec![0.0, 0.0]]);
+        assert_eq!(site_shares(&demand, &alpha), shares[0]);
+    }
 
     #[test]
     fn periods_follow_equation_1() {

@@ -1,9 +1,11 @@
-//! What the controller saw and did, kept for `controller.json`, `lp/` and the plots.
+//! What the controller saw and did, kept for `controller.json`, `lp/` and the plots, and logged
+//! as it happens to `controller.jsonl` (which `cdnlab web` follows).
 
 use super::ControllerConfig;
 use crate::icn::control::Congestion;
 use crate::pricing::cost::bandwidth_cost;
 use crate::pricing::parm::{Mapping, ParmInput};
+use crate::roles::rows::RowLog;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -70,30 +72,91 @@ pub struct Period {
     pub error: Option<String>,
     /// Σ_nl λ_nl α_nlm / Σ λ: the share of demand the mapping sends to each site.
     pub site_share: Vec<f64>,
+    /// `[l][m]`: Σ_n λ_nl α_nlm / Σ_n λ_nl, the share of region l's demand it sends to site m.
+    pub region_share: Vec<Vec<f64>>,
     pub input: Option<ParmInput>,
     pub alpha: Option<Vec<Vec<Vec<f64>>>>,
+}
+
+/// A line of `controller.jsonl`: what it is, when it was logged, and the record.
+#[derive(Serialize)]
+struct Line<'a, T: Serialize> {
+    kind: &'static str,
+    time_unix_s: f64,
+    #[serde(flatten)]
+    record: &'a T,
+}
+
+/// A period as `controller.jsonl` logs it: the mapping's outcome without the LP (in `lp/`).
+#[derive(Serialize)]
+struct PeriodLine<'a> {
+    t_s: f64,
+    version: Option<u64>,
+    error: &'a Option<String>,
+    site_share: &'a [f64],
+    region_share: &'a [Vec<f64>],
 }
 
 pub struct Recorder {
     out: PathBuf,
     ticks: Vec<Tick>,
     periods: Vec<Period>,
+    /// `controller.jsonl`: first the sites, regions, applications and mode, then a line per
+    /// tick and per period as they happen.
+    log: RowLog,
+}
+
+fn mode_name(config: &ControllerConfig) -> String {
+    format!("{:?}", config.mode).to_lowercase()
 }
 
 impl Recorder {
-    pub fn new(out: PathBuf) -> Recorder {
-        Recorder {
+    pub fn new(out: PathBuf, config: &ControllerConfig) -> Result<Recorder, String> {
+        let header = serde_json::json!({
+            "kind": "controller",
+            "sites": config.sites,
+            "regions": config.regions,
+            "apps": config.apps,
+            "mode": mode_name(config),
+        });
+        Ok(Recorder {
+            log: RowLog::create(&out, "controller.jsonl", &header.to_string())?,
             out,
             ticks: Vec::new(),
             periods: Vec::new(),
+        })
+    }
+
+    fn log<T: Serialize>(&mut self, kind: &'static str, record: &T) {
+        let line = Line {
+            kind,
+            time_unix_s: crate::wall_clock::unix_now_s(),
+            record,
+        };
+        let logged = serde_json::to_string(&line)
+            .map_err(|e| e.to_string())
+            .and_then(|text| self.log.append(&text));
+        if let Err(e) = logged {
+            tracing::warn!("controller: controller.jsonl: {e}");
         }
     }
 
     pub fn tick(&mut self, tick: Tick) {
+        self.log("tick", &tick);
         self.ticks.push(tick);
     }
 
     pub fn period(&mut self, period: Period) {
+        self.log(
+            "period",
+            &PeriodLine {
+                t_s: period.t_s,
+                version: period.version,
+                error: &period.error,
+                site_share: &period.site_share,
+                region_share: &period.region_share,
+            },
+        );
         self.periods.push(period);
     }
 
@@ -119,7 +182,7 @@ impl Recorder {
             "sites": config.sites,
             "regions": config.regions,
             "apps": config.apps,
-            "mode": format!("{:?}", config.mode).to_lowercase(),
+            "mode": mode_name(config),
             "sm_period_s": config.sm_period.as_secs_f64(),
             "parm_period_s": config.parm_period.as_secs_f64(),
             "ldp_period_s": config.ldp_period.as_secs_f64(),

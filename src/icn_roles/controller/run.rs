@@ -4,7 +4,9 @@
 use super::record::{Period, Recorder, Tick};
 use super::{ControllerConfig, Mode};
 use crate::control::Identity;
-use crate::icn::control::{parm_input, region_shares, site_shares, ParmSettings, Window};
+use crate::icn::control::{
+    parm_input, region_shares, region_site_shares, site_shares, ParmSettings, Window,
+};
 use crate::icn_roles::messages::{
     AppRule, BorderRequest, BorderResponse, FibRules, SiteRequest, SiteResponse, SiteUsage,
 };
@@ -159,6 +161,7 @@ impl Controller {
         );
         period.version = Some(version);
         period.site_share = site_shares(&input.demand, &mapping.alpha);
+        period.region_share = region_site_shares(&input.demand, &mapping.alpha);
         period.input = Some(input);
         period.alpha = Some(mapping.alpha);
         period
@@ -261,6 +264,7 @@ pub async fn run(
         config.sites.join(", "),
         config.borders.join(", ")
     );
+    let recorder = Recorder::new(out, &config)?;
     let controller = Controller {
         identity,
         sites: peers(&config.sites),
@@ -269,7 +273,7 @@ pub async fn run(
         prices: None,
         rules_version: 0,
         border_rules: vec![None; config.borders.len()],
-        recorder: Recorder::new(out),
+        recorder,
         config,
     };
     tokio::select! {
