@@ -595,6 +595,15 @@ fn kernel_counters_are_what_tc_shows() {
     assert_eq!(ours.packets, tc["packets"].as_u64().unwrap(), "{tc}");
     assert_eq!(ours.drops, tc["drops"].as_u64().unwrap(), "{tc}");
     assert_eq!(ours.qlen, tc["qlen"].as_u64().unwrap(), "{tc}");
+    // `status` gives every direction its counters: under this lab's userspace backend, the
+    // shaper's.
+    for link in lab.status_json()["links"].as_array().expect("links") {
+        assert_eq!(
+            link["counters"]["bytes"], link["shaper"]["stats"]["bytes"],
+            "{link}"
+        );
+        assert!(link["counters"]["drops"].is_u64(), "{link}");
+    }
     // Every ping went through the bucket (a ping's socket waits for room rather than lose it).
     assert!(ours.packets >= 300 && ours.bytes >= 300 * 1400, "{ours:?}");
 }

@@ -134,9 +134,13 @@ pub fn print_links(state: &LabState, as_json: bool) -> Result<(), Failure> {
             link["from"].as_str().unwrap_or(""),
             to.join(",")
         );
-        let shaper = match &link["shaper"] {
-            Value::Null => "-".to_string(),
-            s => format!(
+        let shaper = match (&link["shaper"], &link["counters"]) {
+            (Value::Null, Value::Null) => "-".to_string(),
+            (Value::Null, c) => format!(
+                "{} pkts, {} dropped, {} queued",
+                c["packets"], c["drops"], c["queued"]
+            ),
+            (s, _) => format!(
                 "{} pkts, {} lost, {} overflow, {} queued",
                 s["stats"]["packets"],
                 s["stats"]["dropped_loss"],

@@ -19,7 +19,8 @@ pub struct RunReport {
     /// Bytes the cloud served, and how many chunks.
     pub cloud_bytes: u64,
     pub cloud_chunks: u64,
-    /// Bytes on the peering links, both directions (Ethernet frames, as the shaper counts).
+    /// Bytes on the peering links, both directions (Ethernet frames, as the shaper or the
+    /// kernel qdisc counts).
     pub inter_isp_bytes: u64,
     /// The peers' downloads by source, their plays and stalls.
     pub from_own_isp: u64,
@@ -64,9 +65,9 @@ pub fn read(dir: &Path) -> Result<RunReport, String> {
             .collect();
         if gateways.contains(&from) && to.len() == 1 && gateways.contains(&to[0]) {
             peering += 1;
-            inter_isp_bytes += direction["shaper"]["stats"]["bytes"].as_u64().ok_or_else(|| {
+            inter_isp_bytes += direction["counters"]["bytes"].as_u64().ok_or_else(|| {
                 format!(
-                    "{}: no shaper counters for {from} → {}: inter-ISP bytes need the userspace link backend",
+                    "{}: no link counters for {from} → {}: inter-ISP bytes need them",
                     dir.display(),
                     to[0]
                 )
