@@ -47,7 +47,6 @@ one() {
   local cpu=- rate=- icn_rate=-
   if [[ $mode == watched ]]; then
     until "$cdnlab" status "$lab" >/dev/null 2>&1; do sleep 0.05; done
-    local started=$SECONDS
     /usr/bin/time -f '%U %S %e' -o "$work/time" \
       "$cdnlab" web --lab "$lab" --listen "127.0.0.1:$port" >/dev/null 2>&1 &
     local web=$!

@@ -23,6 +23,8 @@ pub struct Namespace {
     socket: OwnedFd,
     indices: Vec<u32>,
     seq: u32,
+    /// Where the dump's datagrams are read, kept between samples.
+    buf: Vec<u8>,
 }
 
 /// How long a dump may take to answer before the sample is given up.
@@ -75,6 +77,7 @@ impl Namespace {
             socket,
             indices,
             seq: 0,
+            buf: vec![0u8; 64 * 1024],
         })
     }
 
@@ -84,12 +87,11 @@ impl Namespace {
         self.seq = self.seq.wrapping_add(1);
         rtnetlink::send(&self.socket, &dump_request(self.seq))?;
         let mut roots = HashMap::new();
-        let mut buf = vec![0u8; 64 * 1024];
         // A dump an earlier read gave up on may still arrive: its messages carry its own
         // sequence number and are skipped.
         loop {
-            let n = rtnetlink::recv(&self.socket, &mut buf)?;
-            if parse_dump(&buf[..n], self.seq, &mut roots)? {
+            let n = rtnetlink::recv(&self.socket, &mut self.buf)?;
+            if parse_dump(&self.buf[..n], self.seq, &mut roots)? {
                 break;
             }
         }

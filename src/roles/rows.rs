@@ -1,7 +1,8 @@
-//! A CSV a client appends a row to as things happen (`segments.csv` of a HAS client,
-//! `deadlines.csv` of F-FDN viewers): the header when it is created, then each row straight to
-//! the kernel (no user-space buffer), so a killed client leaves the log of what it got and
-//! `cdnlab web` can show the rows as they come.
+//! A log a role appends a line to as things happen (`segments.csv` of a HAS client,
+//! `deadlines.csv` of F-FDN viewers, `requests.csv` of ICN users, the ICN controller's
+//! `controller.jsonl`): the header (or first line) when it is created, then each line straight
+//! to the kernel (no user-space buffer), so a killed role leaves the log of what it did and
+//! `cdnlab web` can show the lines as they come.
 
 use std::fs::File;
 use std::io::Write;
