@@ -187,10 +187,13 @@ async fn request(
     };
     let (status, cache, site) = match client.get(&url).send().await {
         Ok(response) => {
-            let (cache, site) = (
-                header(&response, "x-icn-cache"),
-                header(&response, "x-icn-site"),
-            );
+            // From the network, bound for a CSV cell: anything else is logged as unknown.
+            let cache = Some(header(&response, "x-icn-cache"))
+                .filter(|c| ["hit", "miss", "aggregated"].contains(&c.as_str()))
+                .unwrap_or_default();
+            let site = Some(header(&response, "x-icn-site"))
+                .filter(|s| crate::topology::check_node_name(s, "site").is_ok())
+                .unwrap_or_default();
             let status = response.status().as_u16();
             match response.bytes().await {
                 Ok(_) => (status, cache, site),

@@ -182,7 +182,12 @@ fn parse_dump(datagram: &[u8], seq: u32, roots: &mut HashMap<u32, QdiscStats>) -
             match kind {
                 NLMSG_DONE => return Ok(true),
                 NLMSG_ERROR => {
-                    let errno = u32_at(message, HEADER_LEN).map_or(0, |e| -(e as i32));
+                    // The kernel's negative errno; 0 is an acknowledgement, which ends it too.
+                    let errno =
+                        u32_at(message, HEADER_LEN).map_or(0, |e| (e as i32).wrapping_neg());
+                    if errno == 0 {
+                        return Ok(true);
+                    }
                     return err(format!(
                         "the qdisc dump: {}",
                         std::io::Error::from_raw_os_error(errno)

@@ -206,7 +206,7 @@ fn acks(datagram: &[u8]) -> Result<Vec<(u32, i32)>> {
                 return err("an rtnetlink error reply without its error code");
             };
             let errno = i32::from_ne_bytes([errno[0], errno[1], errno[2], errno[3]]);
-            found.push((seq, -errno));
+            found.push((seq, errno.wrapping_neg()));
         }
         rest = &rest[(len + 3) & !3..];
     }

@@ -65,13 +65,17 @@ pub fn read(dir: &Path) -> Result<RunReport, String> {
             .collect();
         if gateways.contains(&from) && to.len() == 1 && gateways.contains(&to[0]) {
             peering += 1;
-            inter_isp_bytes += direction["counters"]["bytes"].as_u64().ok_or_else(|| {
-                format!(
-                    "{}: no link counters for {from} → {}: inter-ISP bytes need them",
-                    dir.display(),
-                    to[0]
-                )
-            })?;
+            // `counters` since both backends had them; the shaper's own before.
+            let bytes = (direction["counters"]["bytes"].as_u64())
+                .or_else(|| direction["shaper"]["stats"]["bytes"].as_u64())
+                .ok_or_else(|| {
+                    format!(
+                        "{}: links.json gives {from} → {} no `counters.bytes`: inter-ISP bytes need them",
+                        dir.display(),
+                        to[0]
+                    )
+                })?;
+            inter_isp_bytes = u64::saturating_add(inter_isp_bytes, bytes);
         }
     }
     if peering == 0 {

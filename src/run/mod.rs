@@ -60,10 +60,12 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
     );
     // Whatever happened, the logs and events are kept and the lab is removed.
     let kept = keep_lab_files(&state, out);
-    let removed = lab::teardown::teardown(&state);
+    // The view's sampler holds sockets in the lab's namespaces (kernel counters): it lets go
+    // before they are deleted, so nothing of the lab outlives the teardown.
     if let Some(view) = view {
         view.finish();
     }
+    let removed = lab::teardown::teardown(&state);
     let clients = outcome?;
     links?;
     kept?;

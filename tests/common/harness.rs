@@ -89,6 +89,8 @@ impl Needs {
     }
 }
 
+/// `cdnlab::lab::sys::on_path` again: the netem crate's tests include this file and do not
+/// depend on cdnlab.
 fn on_path(tool: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))

@@ -210,11 +210,8 @@ pub fn region_site_shares(demand: &[Vec<f64>], alpha: &[Vec<Vec<f64>>]) -> Vec<V
                     row
                 })
                 .collect();
-            if only_l.iter().flatten().sum::<f64>() > 0.0 {
-                site_shares(&only_l, alpha)
-            } else {
-                vec![0.0; site_load(&only_l, alpha).len()]
-            }
+            // With no demand, site_shares divides zeros: all zero.
+            site_shares(&only_l, alpha)
         })
         .collect()
 }

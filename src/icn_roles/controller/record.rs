@@ -104,6 +104,8 @@ pub struct Recorder {
     /// `controller.jsonl`: first the sites, regions, applications and mode, then a line per
     /// tick and per period as they happen.
     log: RowLog,
+    /// Whether a failure to append to `log` was reported already.
+    log_failed: bool,
 }
 
 fn mode_name(config: &ControllerConfig) -> String {
@@ -121,6 +123,7 @@ impl Recorder {
         });
         Ok(Recorder {
             log: RowLog::create(&out, "controller.jsonl", &header.to_string())?,
+            log_failed: false,
             out,
             ticks: Vec::new(),
             periods: Vec::new(),
@@ -136,8 +139,13 @@ impl Recorder {
         let logged = serde_json::to_string(&line)
             .map_err(|e| e.to_string())
             .and_then(|text| self.log.append(&text));
+        // Reported once: the log is for watching, so failing to write it costs the watching,
+        // not the controller (controller.json is written whole each period).
         if let Err(e) = logged {
-            tracing::warn!("controller: controller.jsonl: {e}");
+            if !self.log_failed {
+                tracing::warn!("controller: controller.jsonl: {e}");
+                self.log_failed = true;
+            }
         }
     }
 
