@@ -2,7 +2,8 @@
 """RESULTS.md's F-FDN tables from a sweep's sweep.csv (scripts/ffdn-experiments.sh): the
 deadline miss rate per method and X value, mean over traces ± the half-width of its 95%
 interval (Student t, as `cdnlab sweep` computes it, to four decimals), the runs per cell, and
-for each pair A-B named the paired difference A − B over the traces both ran.
+for each pair A-B named the paired difference A − B over the traces both ran; and each method's
+change from the first X value to the last, paired by trace.
 
 usage: scripts/ffdn-tables.py SWEEP_CSV X [A-B …]
   e.g. scripts/ffdn-tables.py results/ffdn/caching/sweep.csv caching robust-ffdn-deterministic-ffdn
@@ -54,6 +55,15 @@ def main(args):
         print(f"| {v} | " + " | ".join(cells) + " |")
     counts = sorted({len(t) for t in rates.values()})
     print(f"\ntraces per cell: {', '.join(map(str, counts))}")
+    if len(xs) > 1:
+        first, last = xs[0], xs[-1]
+        print(f"\npaired by trace, {x} {last} − {x} {first}, per method (mean ± 95% half-width):")
+        for m in methods:
+            ta, tb = rates.get((last, m), {}), rates.get((first, m), {})
+            both = sorted(set(ta) & set(tb))
+            if len(both) > 1:
+                avg, half = interval([ta[t] - tb[t] for t in both])
+                print(f"  {m}: {avg:+.4f} ± {half:.4f} ({len(both)} traces)")
     for pair in args[2:]:
         a, b = next((pair[:i], pair[i + 1:]) for i in range(len(pair))
                     if pair[i] == "-" and pair[:i] in METHODS and pair[i + 1:] in METHODS)
