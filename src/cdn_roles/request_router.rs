@@ -62,7 +62,7 @@ impl DownstreamRouter {
 
 fn answer(method: &Method, headers: &HeaderMap, decision: Decision) -> Response<Body> {
     match decision {
-        Decision::Redirect(location) => http::redirect(&location),
+        Decision::Redirect(location) => http::redirect(location),
         Decision::Manifest(manifest) => serve_manifest(method, headers, manifest),
         Decision::NotFound(why) => http::error(StatusCode::NOT_FOUND, why),
         Decision::BadRequest(e) => path_error(&e),

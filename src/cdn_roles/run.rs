@@ -21,7 +21,7 @@ use crate::cdn::{Assign, Video};
 use crate::control::{self, Identity};
 use crate::roles::control::load_identity;
 use crate::roles::http::any_address;
-use crate::roles::http::{serve_until_stopped, spawn_http, Running, ServeOptions};
+use crate::roles::http::{serve_until_stopped, spawn_head_only, spawn_http, Running, ServeOptions};
 use crate::roles::Start;
 
 /// The uCS: the origin, all chunks and manifests.
@@ -124,15 +124,12 @@ pub async fn start_drr(
     .await
     .map_err(|e| e.to_string())?;
     let router = Arc::new(DownstreamRouter::new(locations));
-    let handler = move |request| {
-        let router = router.clone();
-        async move { router.handle(&request) }
-    };
+    let handler = Arc::new(move |request: &hyper::Request<()>| router.handle(request));
     let options = ServeOptions {
         role: "drr",
         access_log: config.access_log,
     };
-    let running = spawn_http(http, handler, options, Some(control)).await?;
+    let running = spawn_head_only(http, handler, options, Some(control)).await?;
     let dcs: Vec<String> = config
         .dcs
         .iter()
@@ -193,15 +190,12 @@ pub async fn start_urr(
         ),
     };
     let router = Arc::new(UpstreamRouter::new(locations, config.url.clone(), drr_url));
-    let handler = move |request| {
-        let router = router.clone();
-        async move { router.handle(&request) }
-    };
+    let handler = Arc::new(move |request: &hyper::Request<()>| router.handle(request));
     let options = ServeOptions {
         role: "urr",
         access_log: config.access_log,
     };
-    let running = spawn_http(http, handler, options, None).await?;
+    let running = spawn_head_only(http, handler, options, None).await?;
     tracing::info!("urr: routing at {} on {}", config.url, running.http);
     Ok(running)
 }

@@ -64,6 +64,19 @@ impl Request<'_> {
         self.policy.unwrap_or(Policy::UpstreamRr)
     }
 
+    /// Appends the canonical path to `out`: how a router builds a `Location` in one buffer
+    /// (a segment's path, the one asked for at every 302, without the formatter).
+    pub fn write_path(&self, out: &mut String) {
+        match self.kind {
+            Kind::Segment {
+                quality,
+                index,
+                container,
+            } => push_segment_path(out, self.video, quality, index, container),
+            _ => out.push_str(&self.path()),
+        }
+    }
+
     /// The canonical path; `parse_path(&r.path()) == Ok(r)`.
     pub fn path(&self) -> String {
         let policy = self.policy;
@@ -317,8 +330,41 @@ pub fn init_path(video: &str, quality: &str) -> String {
 }
 
 pub fn segment_path(video: &str, quality: &str, index: usize, container: Container) -> String {
-    format!(
-        "/{video}/{quality}/seg-{index:05}.{}",
-        container.extension()
-    )
+    let mut path = String::with_capacity(video.len() + quality.len() + 20);
+    push_segment_path(&mut path, video, quality, index, container);
+    path
+}
+
+/// `/{video}/{quality}/seg-{index:05}.{extension}` appended to `out`.
+fn push_segment_path(
+    out: &mut String,
+    video: &str,
+    quality: &str,
+    index: usize,
+    container: Container,
+) {
+    for part in ["/", video, "/", quality, "/seg-"] {
+        out.push_str(part);
+    }
+    push_padded(out, index, INDEX_DIGITS);
+    out.push('.');
+    out.push_str(container.extension());
+}
+
+/// `n` in decimal, zero-padded to `width` digits: `{n:0width$}` without the formatter, whose
+/// padding was a tenth of a 302's instructions in the request router.
+fn push_padded(out: &mut String, n: usize, width: usize) {
+    let mut digits = [b'0'; 20];
+    let mut start = digits.len();
+    let mut rest = n;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let start = start.min(digits.len().saturating_sub(width));
+    out.extend(digits[start..].iter().map(|&d| char::from(d)));
 }

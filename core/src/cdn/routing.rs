@@ -82,11 +82,18 @@ pub fn route_urr(target: &str, locations: &ChunkLocations, routers: &Routers) ->
             Err(e) => Decision::NotFound(NotFound::Lookup(e)),
         };
     };
-    let path = request.path();
     match location.cdn {
-        Cdn::Upstream => Decision::Redirect(locations.server_of(location).join(&path)),
-        Cdn::Downstream => Decision::Redirect(routers.drr.join(&path)),
+        Cdn::Upstream => Decision::Redirect(url_of(locations.server_of(location), &request)),
+        Cdn::Downstream => Decision::Redirect(url_of(&routers.drr, &request)),
     }
+}
+
+/// `base` joined with `request`'s canonical path, written once into one buffer.
+fn url_of(base: &BaseUrl, request: &Request) -> String {
+    let mut url = String::with_capacity(base.as_str().len() + 64);
+    url.push_str(base.as_str());
+    request.write_path(&mut url);
+    url
 }
 
 /// The dRR's answer to a request for `target` (path and optional query).
@@ -100,6 +107,6 @@ pub fn route_drr(target: &str, locations: &ChunkLocations) -> Decision {
         Some(location) if location.cdn == Cdn::Upstream => {
             Decision::NotFound(NotFound::NotInThisCdn)
         }
-        Some(location) => Decision::Redirect(locations.server_of(location).join(&request.path())),
+        Some(location) => Decision::Redirect(url_of(locations.server_of(location), &request)),
     }
 }

@@ -162,7 +162,7 @@ async fn shared_answers() {
     let refused = read(refuse_method(&Method::POST).expect("POST refused")).await;
     assert_eq!(refused.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(refused.header("allow"), Some("GET, HEAD"));
-    let moved = read(redirect("http://dcs1/v/500k/seg-00000.ts")).await;
+    let moved = read(redirect("http://dcs1/v/500k/seg-00000.ts".into())).await;
     assert_eq!(moved.status, StatusCode::FOUND);
     assert_eq!(
         moved.header("location"),

@@ -118,7 +118,7 @@ impl Dispatcher {
             let dispatcher = self.clone();
             tokio::spawn(async move { dispatcher.replace(copy, from).await });
         }
-        let mut response = http::redirect(&format!("http://{target}:{port}/c/{content}"));
+        let mut response = http::redirect(format!("http://{target}:{port}/c/{content}"));
         let decision = match step.decision {
             Decision::Serve { .. } => "served",
             Decision::Lost => "lost",

@@ -4,15 +4,19 @@
 
 pub mod body;
 mod error_causes;
+mod head_only;
 pub mod paced;
 mod running;
 pub mod semantics;
 mod serve;
+#[cfg(test)]
+mod test_clients;
 
 pub use body::Body;
 pub use error_causes::describe;
-pub use running::{serve_until_stopped, spawn_http, Running};
-pub use serve::{serve_http, ServeOptions, KEEP_ALIVE_TIMEOUT, SHUTDOWN_GRACE};
+pub use head_only::HeadHandler;
+pub use running::{serve_until_stopped, spawn_head_only, spawn_http, Running};
+pub use serve::{serve_head_only, serve_http, ServeOptions, KEEP_ALIVE_TIMEOUT, SHUTDOWN_GRACE};
 
 /// `0.0.0.0:port`: every role listens on all of its node's addresses.
 pub fn any_address(port: u16) -> std::net::SocketAddr {

@@ -4,12 +4,16 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::serve::{serve_http, ServeOptions};
+use super::head_only::HeadHandler;
+use super::serve::{serve_head_only, serve_http, ServeOptions};
 use super::Body;
 use crate::control::ServerHandle;
 use crate::roles::Shutdown;
@@ -63,17 +67,44 @@ where
     H: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = hyper::Response<Body>> + Send + 'static,
 {
+    spawn_server(http, control, move |listener, stopped| {
+        serve_http(listener, handler, options, stopped)
+    })
+    .await
+}
+
+/// `spawn_http` for a handler answering from the request head alone (`serve_head_only`).
+pub async fn spawn_head_only<H: HeadHandler>(
+    http: SocketAddr,
+    handler: Arc<H>,
+    options: ServeOptions,
+    control: Option<ServerHandle>,
+) -> Result<Running, String> {
+    spawn_server(http, control, move |listener, stopped| {
+        serve_head_only(listener, handler, options, stopped)
+    })
+    .await
+}
+
+/// Listens on `http` and runs `serve` on the listener in a task until `Running` stops it.
+async fn spawn_server<S, Fut>(
+    http: SocketAddr,
+    control: Option<ServerHandle>,
+    serve: S,
+) -> Result<Running, String>
+where
+    S: FnOnce(TcpListener, Stopped) -> Fut,
+    Fut: Future<Output = io::Result<()>> + Send + 'static,
+{
     let listener = TcpListener::bind(http)
         .await
         .map_err(|e| format!("listening for HTTP on {http}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let control_addr = control.as_ref().map(ServerHandle::local_addr);
     let (stop, stopped) = oneshot::channel::<()>();
+    let served = serve(listener, Stopped(stopped));
     let task = tokio::spawn(async move {
-        let result = serve_http(listener, handler, options, async {
-            let _ = stopped.await;
-        })
-        .await;
+        let result = served.await;
         drop(control);
         result
     });
@@ -83,6 +114,17 @@ where
         stop,
         task,
     })
+}
+
+/// Resolves when `Running` asks its server to stop (or is dropped).
+struct Stopped(oneshot::Receiver<()>);
+
+impl Future for Stopped {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.0).poll(cx).map(|_| ())
+    }
 }
 
 /// Waits for `starting` (a role may take a while before it serves: an exchange, a

@@ -190,9 +190,13 @@ fn if_range_allows(headers: &HeaderMap, etag: &str) -> bool {
 fn with_length(status: StatusCode, body: Body, length: u64) -> Response<Body> {
     let mut response = Response::new(body);
     *response.status_mut() = status;
+    let length = match length {
+        0 => HeaderValue::from_static("0"),
+        _ => HeaderValue::from(length),
+    };
     response
         .headers_mut()
-        .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        .insert(header::CONTENT_LENGTH, length);
     response
 }
 
@@ -238,14 +242,19 @@ pub fn payload(payload: crate::cdn::Payload, length: u64) -> Response<Body> {
 }
 
 /// 302 to `location`, an absolute URL.
-pub fn redirect(location: &str) -> Response<Body> {
+pub fn redirect(location: String) -> Response<Body> {
     let mut response = with_length(StatusCode::FOUND, Body::Empty, 0);
-    match HeaderValue::from_str(location) {
-        Ok(value) => {
+    // Validated as `from_str` would (visible ASCII), without copying the URL again.
+    let valid = location.is_ascii();
+    match HeaderValue::from_maybe_shared(bytes::Bytes::from(location))
+        .ok()
+        .filter(|_| valid)
+    {
+        Some(value) => {
             response.headers_mut().insert(header::LOCATION, value);
             response
         }
-        Err(_) => error(
+        None => error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the redirect target is not a valid header value",
         ),

@@ -1,7 +1,9 @@
 //! The HTTP accept loop every role uses: HTTP/1.1 with keep-alive and HTTP/2 over cleartext
 //! (prior knowledge) on one port (hyper-util's auto builder tells them apart by the preface),
 //! an optional access log, and graceful shutdown: stop accepting, let in-flight requests finish
-//! for a bounded time, close idle keep-alive connections.
+//! for a bounded time, close idle keep-alive connections. Handlers that answer from the request
+//! head alone (the request routers) have `serve_head_only`, which puts `head_only`'s fast path
+//! in front of the same server.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -12,12 +14,13 @@ use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper::{Request, Response};
+use hyper::{Method, Request, Response, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
+use super::head_only::{self, HeadHandler};
 use super::semantics::{strip_for_head, target};
 
 /// A body the accept loop can send: the roles' [`super::Body`], or any other whose `Default` is
@@ -93,6 +96,88 @@ where
     Fut: Future<Output = Response<B>> + Send + 'static,
     B: ResponseBody,
 {
+    let builder = Arc::new(hyper_builder(idle));
+    let options = Arc::new(options);
+    let role = options.role;
+    accept_loop(listener, role, shutdown, move |stream, stop| {
+        let builder = builder.clone();
+        let handler = handler.clone();
+        let options = options.clone();
+        async move { serve_hyper(TokioIo::new(stream), &builder, handler, options, idle, stop).await }
+    })
+    .await
+}
+
+/// `serve_http` for a handler that answers from the request head alone (the request routers):
+/// keep-alive GETs and HEADs without a body take `head_only`'s fast path, everything else
+/// (h2c, bodies, other methods) hyper, as in `serve_http`.
+pub async fn serve_head_only<H: HeadHandler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    serve_head_only_idle(listener, handler, options, KEEP_ALIVE_TIMEOUT, shutdown).await
+}
+
+/// `serve_head_only` with `serve_http_idle`'s idle time.
+pub(super) async fn serve_head_only_idle<H: HeadHandler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    options: ServeOptions,
+    idle: Duration,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let builder = Arc::new(hyper_builder(idle));
+    let options = Arc::new(options);
+    let role = options.role;
+    accept_loop(listener, role, shutdown, move |stream, mut stop| {
+        let builder = builder.clone();
+        let handler = handler.clone();
+        let options = options.clone();
+        async move {
+            let ended = {
+                let flags = head_only::Flags::default();
+                let fast = head_only::serve(
+                    stream,
+                    &*handler,
+                    options.role,
+                    options.access_log,
+                    idle,
+                    &flags,
+                );
+                let mut fast = std::pin::pin!(fast);
+                tokio::select! {
+                    ended = fast.as_mut() => ended,
+                    () = stopped(&mut stop) => {
+                        // An idle connection closes at once; one with a request in progress
+                        // has the grace to finish it.
+                        flags.stop();
+                        if !flags.busy() {
+                            return;
+                        }
+                        match tokio::time::timeout(SHUTDOWN_GRACE, fast).await {
+                            Ok(ended) => ended,
+                            Err(_) => return,
+                        }
+                    }
+                }
+            };
+            if let head_only::Ended::HandOver(stream, read) = ended {
+                let io = TokioIo::new(head_only::Prefixed::new(stream, read));
+                let handler = move |request: Request<Incoming>| {
+                    let response = handler(&request.map(|_| ()));
+                    async move { response }
+                };
+                serve_hyper(io, &builder, handler, options, idle, stop).await;
+            }
+        }
+    })
+    .await
+}
+
+/// hyper's HTTP/1.1 and h2c server as every role runs it.
+fn hyper_builder(idle: Duration) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // A limit on waiting for a request head, so a client trickling one cannot hold a
     // connection: the connection's idle timer below cannot close it (hyper's graceful shutdown
@@ -107,11 +192,25 @@ where
         .timer(TokioTimer::new())
         .keep_alive_interval(HTTP2_PING)
         .keep_alive_timeout(HTTP2_PING);
-    let builder = Arc::new(builder);
+    builder
+}
+
+/// Accepts connections until `shutdown` resolves and serves each with `connection` in its own
+/// task (given the stream and a receiver that turns true at shutdown); then waits at most
+/// `SHUTDOWN_GRACE` for them to finish.
+async fn accept_loop<C, Fut>(
+    listener: TcpListener,
+    role: &'static str,
+    shutdown: impl Future<Output = ()>,
+    connection: C,
+) -> io::Result<()>
+where
+    C: Fn(TcpStream, watch::Receiver<bool>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let (stop_tx, stop_rx) = watch::channel(false);
     // Each connection task holds a sender; `recv` returns `None` once all have finished.
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
-    let options = Arc::new(options);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (stream, _peer) = tokio::select! {
@@ -120,7 +219,7 @@ where
                 Err(e) => {
                     // Out of descriptors or a connection reset before accept: keep serving
                     // the connections we have and try again shortly.
-                    tracing::warn!("{}: accept: {e}", options.role);
+                    tracing::warn!("{role}: accept: {e}");
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 }
@@ -129,57 +228,10 @@ where
         };
         // Small responses (302s) must not wait for Nagle.
         let _ = stream.set_nodelay(true);
-        let builder = builder.clone();
-        let handler = handler.clone();
-        let options = options.clone();
-        let mut stop = stop_rx.clone();
+        let served = connection(stream, stop_rx.clone());
         let alive = alive_tx.clone();
         tokio::spawn(async move {
-            let activity = Arc::new(Activity::new());
-            let watched = activity.clone();
-            let service = service_fn(move |request: Request<Incoming>| {
-                let working = Working::new(activity.clone());
-                let method = request.method().clone();
-                let logged = options
-                    .access_log
-                    .then(|| (target(request.uri()).to_string(), options.role));
-                let answer = handler(request);
-                async move {
-                    let _working = working;
-                    let response = strip_for_head(&method, answer.await);
-                    if let Some((target, role)) = logged {
-                        let bytes = response
-                            .headers()
-                            .get(hyper::header::CONTENT_LENGTH)
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or("-");
-                        tracing::info!(
-                            "{role}: {method} {target} {} {bytes}",
-                            response.status().as_u16()
-                        );
-                    }
-                    Ok::<_, Infallible>(response)
-                }
-            });
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
-            let mut connection = std::pin::pin!(connection);
-            tokio::select! {
-                _ = connection.as_mut() => {}
-                () = stopped(&mut stop) => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
-                }
-                () = watched.idle_for(idle) => {
-                    // Lets a response still being sent finish, then closes.
-                    connection.as_mut().graceful_shutdown();
-                    tokio::select! {
-                        _ = connection.as_mut() => {}
-                        () = stopped(&mut stop) => {
-                            let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
-                        }
-                    }
-                }
-            }
+            served.await;
             drop(alive);
         });
     }
@@ -188,6 +240,74 @@ where
     drop(alive_tx);
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, alive_rx.recv()).await;
     Ok(())
+}
+
+/// One connection served by hyper until it ends, shutdown comes (then at most
+/// `SHUTDOWN_GRACE` more), or it has had no request in progress for `idle`.
+async fn serve_hyper<I, H, Fut, B>(
+    io: TokioIo<I>,
+    builder: &auto::Builder<TokioExecutor>,
+    handler: H,
+    options: Arc<ServeOptions>,
+    idle: Duration,
+    mut stop: watch::Receiver<bool>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    H: Fn(Request<Incoming>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Response<B>> + Send + 'static,
+    B: ResponseBody,
+{
+    let activity = Arc::new(Activity::new());
+    let watched = activity.clone();
+    let service = service_fn(move |request: Request<Incoming>| {
+        let working = Working::new(activity.clone());
+        let method = request.method().clone();
+        let logged = options
+            .access_log
+            .then(|| (request.uri().clone(), options.role));
+        let answer = handler(request);
+        async move {
+            let _working = working;
+            let response = strip_for_head(&method, answer.await);
+            if let Some((uri, role)) = logged {
+                log_answer(role, &method, &uri, &response);
+            }
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let connection = builder.serve_connection(io, service);
+    let mut connection = std::pin::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        () = stopped(&mut stop) => {
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
+        }
+        () = watched.idle_for(idle) => {
+            // Lets a response still being sent finish, then closes.
+            connection.as_mut().graceful_shutdown();
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                () = stopped(&mut stop) => {
+                    let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
+                }
+            }
+        }
+    }
+}
+
+/// The access log's line for one answer: role, method, target, status, body bytes.
+pub(super) fn log_answer<B>(role: &str, method: &Method, uri: &Uri, response: &Response<B>) {
+    let bytes = response
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    tracing::info!(
+        "{role}: {method} {} {} {bytes}",
+        target(uri),
+        response.status().as_u16()
+    );
 }
 
 /// What a connection's idle timer needs to know: how many of its requests are in progress and
@@ -265,6 +385,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::roles::http::test_clients::{closed_within, trickle_until_closed};
     use crate::roles::http::Body;
     use hyper_util::rt::TokioExecutor;
     use std::net::SocketAddr;
@@ -336,43 +457,10 @@ mod tests {
     async fn http1_clients_that_ask_nothing_are_closed() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let (addr, idle, server) = idle_test_server().await;
-        // Reads until the server closes (Ok(0)) or resets; false if it is still open at `limit`.
-        async fn closed_within(stream: &mut tokio::net::TcpStream, limit: Duration) -> bool {
-            let mut buffer = [0u8; 1024];
-            tokio::time::timeout(limit, async {
-                loop {
-                    match stream.read(&mut buffer).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => {}
-                    }
-                }
-            })
+        let kept = trickle_until_closed(addr)
             .await
-            .is_ok()
-        }
-        let mut trickling = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let started = Instant::now();
-        let head = b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ";
-        let mut closed = false;
-        for byte in head.iter().chain(std::iter::repeat(&b'a')).take(200) {
-            if trickling.write_all(&[*byte]).await.is_err() {
-                closed = true;
-                break;
-            }
-            if closed_within(&mut trickling, Duration::from_millis(50)).await {
-                closed = true;
-                break;
-            }
-        }
-        assert!(
-            closed,
-            "a trickling request head kept its connection for 10 s"
-        );
-        assert!(
-            started.elapsed() >= idle,
-            "closed after {:?}",
-            started.elapsed()
-        );
+            .expect("a trickling request head kept its connection for 10 s");
+        assert!(kept >= idle, "closed after {kept:?}");
 
         let mut idle_client = tokio::net::TcpStream::connect(addr).await.unwrap();
         idle_client

@@ -106,16 +106,32 @@ fn formatting_helpers_pad_indices_and_parse_back() {
         master_path(Some(Policy::DirectRr), "v"),
         "/p/direct-rr/v/master.m3u8"
     );
-    for index in [0, 9, 99_999, 100_000, 999_999] {
+    for index in [0, 9, 10, 99_999, 100_000, 999_999, usize::MAX] {
         let path = segment_path("v", "q", index, Container::Ts);
+        assert_eq!(path, format!("/v/q/seg-{index:05}.ts"));
+        if index > 999_999 {
+            continue;
+        }
         match parse_path(&path) {
-            Ok(Request {
-                kind: Kind::Segment { index: parsed, .. },
-                ..
-            }) => assert_eq!(parsed, index),
+            Ok(
+                request @ Request {
+                    kind: Kind::Segment { index: parsed, .. },
+                    ..
+                },
+            ) => {
+                assert_eq!(parsed, index);
+                let mut written = String::from("http://x");
+                request.write_path(&mut written);
+                assert_eq!(written, format!("http://x{path}"));
+            }
             other => panic!("{path}: {other:?}"),
         }
     }
+    let mut written = String::new();
+    parse_path("/p/direct-rr/v/master.m3u8")
+        .unwrap()
+        .write_path(&mut written);
+    assert_eq!(written, "/p/direct-rr/v/master.m3u8");
 }
 
 #[test]

@@ -1,0 +1,39 @@
+//! Raw HTTP/1 clients for the servers' tests: ones that misbehave as no library client would.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Whether the server closes (or resets) `stream` within `limit`; what it sends is skipped.
+pub async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    let mut buffer = [0u8; 1024];
+    tokio::time::timeout(limit, async {
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
+/// Sends a request head to `addr` one byte every 50 ms, as a slow-loris client does, never
+/// finishing it; how long the server kept the connection, or `None` if it kept it through
+/// 200 bytes (10 s).
+pub async fn trickle_until_closed(addr: SocketAddr) -> Option<Duration> {
+    let mut stream = TcpStream::connect(addr).await.ok()?;
+    let started = Instant::now();
+    let head = b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    for byte in head.iter().chain(std::iter::repeat(&b'a')).take(200) {
+        if stream.write_all(&[*byte]).await.is_err()
+            || closed_within(&mut stream, Duration::from_millis(50)).await
+        {
+            return Some(started.elapsed());
+        }
+    }
+    None
+}
