@@ -117,7 +117,8 @@ pub(super) async fn serve<H: HeadHandler>(
             answered = true;
             let head_only = request.method() == Method::HEAD;
             let body = encode(&mut output, response, head_only, &mut date);
-            if body.is_none() && output.len() >= MAX_OUTPUT {
+            // A body sent apart follows its head; answers waiting past the bound go now.
+            if body.is_some() || output.len() >= MAX_OUTPUT {
                 flags.busy.store(true, Ordering::Release);
                 if flush(&mut stream, &mut output, &mut timer, idle)
                     .await
@@ -127,13 +128,9 @@ pub(super) async fn serve<H: HeadHandler>(
                 }
             }
             if let Some(body) = body {
-                flags.busy.store(true, Ordering::Release);
-                if flush(&mut stream, &mut output, &mut timer, idle)
+                if send_body(&mut stream, body, &mut timer, idle)
                     .await
                     .is_err()
-                    || send_body(&mut stream, body, &mut timer, idle)
-                        .await
-                        .is_err()
                 {
                     return Ended::Closed;
                 }
