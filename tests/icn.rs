@@ -73,6 +73,10 @@ fn planned_share(controller: &Value, site: usize, from_s: f64, to_s: f64) -> f64
     shares.iter().sum::<f64>() / shares.len() as f64
 }
 
+/// When site1's queue has drained after the move at 40 s: 4 s past the latest last failure
+/// seen (54.3 s; see `congesting_a_site_moves_the_mapping_away_from_it`).
+const DRAINED_S: f64 = 58.0;
+
 /// site1 (the nearest to every region, so PARM loads it to the top of its band) drops from
 /// 4 to 1 Mbit/s at 32 s. Its SM module reads the new C_m; the PARM period at 40 s must give it
 /// well under half the share it had before, the bandwidth it serves must fall with it, and
@@ -88,14 +92,18 @@ fn planned_share(controller: &Value, site: usize, from_s: f64, to_s: f64) -> f64
 /// earlier ones with the event at 30 s):
 /// - planned share: decided by the LP from the measured C_m, the same in every run (0.287-0.288
 ///   before, 0.088 after: 0.31 of it, against at most 0.5); it fails only if site1's SM
-///   answers miss every period from 35 s to 60 s.
-/// - served share, SM periods from 50 s (the new mapping 10 s in force, site1's queue drained)
+///   answers miss every period from 35 s to 70 s.
+/// - served share, SM periods from 50 s (the new mapping 10 s in force)
 ///   against those before the event: 0.080 of 0.265, 0.090 of 0.302 and 0.082 of 0.277, each
 ///   0.30 of it (spread 0.003), against at most 0.6: a margin of 100 times the spread.
-/// - requests failed after 50 s: 3, 0 and 0 of 1228 (1, 0 and 3 with the event at 30 s),
-///   against at most 12. Each failure is a request that timed out; at the highest rate seen
-///   (3 in 1228) 13 or more are a binomial tail of 2e-5, though failures come in bursts when
-///   the machine stalls.
+/// - requests failed once site1's backlog has drained (`DRAINED_S`): none sent after 54.3 s in
+///   11 runs (the scenario alone, 60 s, the event at 32 s). After the move site1 still carries
+///   ~0.8 of its new 1 Mbit/s (PARM's band), so the requests queued before it drain slowly: in
+///   the slowest run a request to site1 took 1.1–1.5 s on average in each second from 50 to
+///   56 s (its 100-packet queue is 1.2 s), and 0.3–0.7 s from 57 s. The last failed request of
+///   each run was sent at 44.6, 45.4, 45.8, 48.7, 49.5, 49.8, 51.0, 51.4, 52.9, 53.3 and
+///   54.3 s. Counting from 50 s, as this test once did, failed 2 of 5 runs of the whole suite
+///   (16 of 1228, all sent 50–53 s). At most 1% may fail after `DRAINED_S`.
 fn congesting_a_site_moves_the_mapping_away_from_it() {
     let (summary, out) = run_topology(
         "t-icn-congest",
@@ -104,23 +112,26 @@ fn congesting_a_site_moves_the_mapping_away_from_it() {
             "--timeout",
             "150s",
             "--set",
-            "duration=60s",
+            "duration=70s",
             "--set",
             "congest_at=32s",
         ],
     );
     check_loads(&summary);
     // Nothing fails before the event. Between it and the move, requests mapped to site1 wait
-    // in its queue and some time out; once the new mapping is in force (from 40 s; its queue
-    // drains within seconds) they are served again.
+    // in its queue and some time out; once the new mapping is in force (from 40 s) and site1's
+    // backlog has drained (by 54 s in 11 runs; see above), they are served again.
     assert_eq!(failures(&out, 0.0, 32.0).1, Vec::<String>::new());
     // Each failed request (sent_s, app, object, latency_s, status, ...) is printed: whether
     // failures come in one burst (a machine stall) or spread out tells which this was.
-    let (sent, failed) = failures(&out, 50.0, 1e9);
-    eprintln!("after 50 s: {} of {sent} requests failed", failed.len());
+    let (sent, failed) = failures(&out, DRAINED_S, 1e9);
+    eprintln!(
+        "after {DRAINED_S} s: {} of {sent} requests failed",
+        failed.len()
+    );
     assert!(
         sent > 1000 && failed.len() * 100 <= sent,
-        "{} of {sent} failed after 50 s:\n{}",
+        "{} of {sent} failed after {DRAINED_S} s:\n{}",
         failed.len(),
         failed.join("\n")
     );
