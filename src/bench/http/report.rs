@@ -36,6 +36,20 @@ impl Row {
     }
 }
 
+/// A ratio to two decimals, or as many more (up to six) as it takes for a miss not to round
+/// up to the target: 0.999 is not shown as a "1.00" that missed.
+fn ratio_text(ratio: f64) -> String {
+    (2..=6)
+        .map(|decimals| format!("{ratio:.decimals$}"))
+        .find(|text| {
+            ratio >= TARGET_RATIO
+                || text
+                    .parse::<f64>()
+                    .map_or(true, |shown| shown < TARGET_RATIO)
+        })
+        .unwrap_or_else(|| format!("{ratio:.6}"))
+}
+
 pub(super) fn report(rows: &[Row], effort: &Effort, pinning: &Pinning, tools: &Tools) -> Report {
     Report {
         name: "http",
@@ -64,7 +78,7 @@ fn table(rows: &[Row]) -> Table {
             row.label.clone(),
             format!("{:.0}{}", theirs.requests_per_s, row.nginx_spread),
             format!("{:.0}{}", ours.requests_per_s, row.ours_spread),
-            format!("{:.2}", row.ratio()),
+            ratio_text(row.ratio()),
             num(theirs.server_cores, 2),
             num(ours.server_cores, 2),
             format!(
@@ -83,7 +97,7 @@ fn verdict(rows: &[Row]) -> Verdict {
     let below: Vec<String> = rows
         .iter()
         .filter(|row| row.ratio().is_nan() || row.ratio() < TARGET_RATIO)
-        .map(|row| format!("{}: {:.2}", row.label, row.ratio()))
+        .map(|row| format!("{}: {}", row.label, ratio_text(row.ratio())))
         .collect();
     let (low, high) = rows
         .iter()
@@ -95,7 +109,8 @@ fn verdict(rows: &[Row]) -> Verdict {
         Verdict::Met(format!("ratios {low:.2}–{high:.2}"))
     } else {
         Verdict::Missed(format!(
-            "ratios {low:.2}–{high:.2}; below {TARGET_RATIO:.1}: {}",
+            "ratios {}–{high:.2}; below {TARGET_RATIO:.1}: {}",
+            ratio_text(low),
             below.join("; ")
         ))
     }
@@ -145,6 +160,17 @@ fn objects_described() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_miss_is_never_shown_as_the_target() {
+        use super::ratio_text;
+        assert_eq!(ratio_text(0.9991), "0.999");
+        assert_eq!(ratio_text(0.99996), "0.99996");
+        assert_eq!(ratio_text(0.994), "0.99");
+        assert_eq!(ratio_text(1.0), "1.00");
+        assert_eq!(ratio_text(1.004), "1.00");
+        assert_eq!(ratio_text(f64::NAN), "NaN");
+    }
+
     #[test]
     fn the_objects_are_named_with_bitrate_and_size() {
         assert_eq!(
