@@ -90,10 +90,7 @@ pub fn route_urr(target: &str, locations: &ChunkLocations, routers: &Routers) ->
 
 /// `base` joined with `request`'s canonical path, written once into one buffer.
 fn url_of(base: &BaseUrl, request: &Request) -> String {
-    let mut url = String::with_capacity(base.as_str().len() + 64);
-    url.push_str(base.as_str());
-    request.write_path(&mut url);
-    url
+    base.join_with(64, |url| request.write_path(url))
 }
 
 /// The dRR's answer to a request for `target` (path and optional query).

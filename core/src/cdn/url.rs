@@ -94,9 +94,16 @@ impl BaseUrl {
 
     /// `path` must start with `/` (the `paths` module's functions make such paths).
     pub fn join(&self, path: &str) -> String {
-        let mut url = String::with_capacity(self.0.len() + path.len());
+        self.join_with(path.len(), |url| url.push_str(path))
+    }
+
+    /// The base followed by what `write_path` appends (a path starting with `/`), in one buffer
+    /// of room for about `path_len` more bytes: how a router writes a `Location` without
+    /// building the path apart first.
+    pub fn join_with(&self, path_len: usize, write_path: impl FnOnce(&mut String)) -> String {
+        let mut url = String::with_capacity(self.0.len() + path_len);
         url.push_str(&self.0);
-        url.push_str(path);
+        write_path(&mut url);
         url
     }
 }
