@@ -93,11 +93,13 @@ fn rtt_fastest_ms(lab: &Lab, count: &str) -> f64 {
 /// Never early: nothing makes a ping faster than its path, and the shaper releases at most one
 /// release window early in each direction; the paths here cross at most four shaped directions.
 ///
-/// Late by less than max(3 ms, 10 %): the probe's client and echo server are ordinary processes
-/// timed in userspace, so their wake-ups add to every ping, and on a busy or idle-sleeping
-/// machine they add to many (seen in full suites: the fastest of 30 pings 1.18 ms over a 30 ms
-/// path, the median of 96 pings 1.01 ms over a 20 ms path). The tests tell apart delays at
-/// least 40 % apart, which this bound keeps apart. How close the emulation itself comes is
+/// Late by less than max(3 ms, 10 %): the probe takes its own wake-ups out (it times replies by
+/// the kernel's receive stamp and the echo server reports how long it held each ping), but
+/// under a full suite the client can still be preempted between reading its send time and
+/// sending, and the shaper shares two cores with everything else (seen in full suites before
+/// the stamps: the fastest of 30 pings 1.18 ms over a 30 ms path, the median of 96 pings
+/// 1.01 ms over a 20 ms path). The tests tell apart delays at least 40 % apart, which this
+/// bound keeps apart. How close the emulation itself comes is
 /// measured with the kernel's timestamps by `plain_ping_shows_the_configured_round_trip`
 /// (0.3 ms) and by `cdnlab bench delay` (BENCHMARKS.md).
 fn assert_round_trip(measured_ms: f64, configured_ms: f64, what: &str) {

@@ -3,6 +3,7 @@
 //! after the link's emulation on both backends.
 
 use crate::probe::sockopt::set_int;
+use crate::probe::stamped::{now_unix_ns, receive_message};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -82,45 +83,33 @@ impl PacketSocket {
     /// Reads one frame without waiting: `Ok(None)` when nothing is queued, or when the frame
     /// was one the interface sent (a packet socket sees both ways; only arrivals are wanted).
     pub fn try_receive(&self, buf: &mut [u8]) -> io::Result<Option<Received>> {
-        // SAFETY (all three): plain data, zero is a valid start.
+        // SAFETY: plain data, zero is a valid start.
         let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        let mut control = [0u64; 8];
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-        message.msg_name = (&mut from as *mut libc::sockaddr_ll).cast();
-        message.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        message.msg_iov = &mut iov;
-        message.msg_iovlen = 1;
-        message.msg_control = control.as_mut_ptr().cast();
-        message.msg_controllen = std::mem::size_of_val(&control) as _;
-        // SAFETY: every pointer in `message` points at live buffers of the lengths given.
         // MSG_TRUNC makes a packet socket return the frame's full length.
-        let len = unsafe {
-            libc::recvmsg(
-                self.raw_fd(),
-                &mut message,
-                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-            )
+        let received = receive_message(
+            self.raw_fd(),
+            buf,
+            &mut from,
+            libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+        );
+        let (len, stamp) = match received {
+            Ok(received) => received,
+            Err(error) => {
+                return match error.kind() {
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+                    _ => Err(io::Error::new(
+                        error.kind(),
+                        format!("reading a frame: {error}"),
+                    )),
+                }
+            }
         };
-        if len < 0 {
-            let error = io::Error::last_os_error();
-            return match error.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
-                _ => Err(io::Error::new(
-                    error.kind(),
-                    format!("reading a frame: {error}"),
-                )),
-            };
-        }
         if from.sll_pkttype == libc::PACKET_OUTGOING {
             return Ok(None);
         }
-        let original_len = len as usize;
+        let original_len = len;
         Ok(Some(Received {
-            unix_ns: receive_stamp(&message).unwrap_or_else(now_unix_ns),
+            unix_ns: stamp.unwrap_or_else(now_unix_ns),
             captured: original_len.min(buf.len()),
             original_len,
         }))
@@ -146,30 +135,4 @@ impl PacketSocket {
             0
         }
     }
-}
-
-/// The SO_TIMESTAMPNS control message of a received message, in ns since the epoch.
-fn receive_stamp(message: &libc::msghdr) -> Option<u64> {
-    // SAFETY: the CMSG macros walk the control buffer `message` describes, which recvmsg
-    // filled; each header they return lies inside it.
-    unsafe {
-        let mut header = libc::CMSG_FIRSTHDR(message);
-        while !header.is_null() {
-            if (*header).cmsg_level == libc::SOL_SOCKET
-                && (*header).cmsg_type == libc::SCM_TIMESTAMPNS
-            {
-                let stamp: libc::timespec =
-                    std::ptr::read_unaligned(libc::CMSG_DATA(header).cast());
-                return Some(stamp.tv_sec as u64 * 1_000_000_000 + stamp.tv_nsec as u64);
-            }
-            header = libc::CMSG_NXTHDR(message, header);
-        }
-    }
-    None
-}
-
-fn now_unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }

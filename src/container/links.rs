@@ -74,6 +74,14 @@ pub struct Underlay {
     pub rtt_ms: f64,
 }
 
+/// Whether this host is a testbed container whose userspace shaper holds arriving packets on
+/// its own ingress: after the kernel stamped their arrival, so a receive stamp here is not when
+/// a packet really arrived (plain `ping` shows only the sender's half of the delay). False on
+/// a lab's host, whose holds are in the hub, and in a container on the kernel backend.
+pub fn stamps_precede_the_hold() -> bool {
+    ContainerState::load().is_ok_and(|state| state.stamps_precede_the_hold())
+}
+
 pub fn state_dir() -> PathBuf {
     PathBuf::from(STATE_DIR)
 }
@@ -119,6 +127,12 @@ impl ContainerState {
                 .collect(),
             underlay: Vec::new(),
         }
+    }
+
+    /// Whether arrivals are held after the kernel stamps them (the userspace backend's hold is
+    /// on this container's ingress).
+    fn stamps_precede_the_hold(&self) -> bool {
+        self.backend == Backend::Userspace
     }
 
     pub fn load() -> Result<ContainerState> {

@@ -11,6 +11,7 @@ use netem::units::format_duration_ns;
 use super::echo_log::{EchoLog, Reply};
 use super::packet::{Echo, HEADER_LEN, MAX_LEN};
 use super::sockopt::enlarge_udp_buffers;
+use super::stamped;
 
 /// How often `wait_for_echo` retries.
 const RETRY_INTERVAL_NS: u64 = 100_000_000;
@@ -31,7 +32,7 @@ pub struct EchoPlan {
 }
 
 /// A UDP socket of the target's address family, connected to it so that only its datagrams
-/// arrive and ICMP errors surface.
+/// arrive and ICMP errors surface, with the kernel's receive stamps on.
 fn connected_socket(target: SocketAddr) -> io::Result<UdpSocket> {
     let local: SocketAddr = if target.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()
@@ -40,6 +41,7 @@ fn connected_socket(target: SocketAddr) -> io::Result<UdpSocket> {
     };
     let socket = UdpSocket::bind(local)?;
     enlarge_udp_buffers(&socket)?;
+    stamped::enable(&socket)?;
     socket.connect(target)?;
     Ok(socket)
 }
@@ -68,8 +70,8 @@ fn send(socket: &UdpSocket, datagram: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Waits up to `timeout` for one datagram, hands it to `log` and returns the RTT if it was a
-/// fresh reply. A timeout or ICMP report is not an error: it simply brings nothing.
+/// Waits up to `timeout` for one datagram, hands it to `log` with how long it waited in the
+/// socket, and returns the RTT if it was a fresh reply. A timeout or ICMP report is not an error: it simply brings nothing.
 fn receive(
     socket: &UdpSocket,
     buf: &mut [u8],
@@ -79,9 +81,11 @@ fn receive(
 ) -> io::Result<Option<u64>> {
     // A zero timeout means "block forever" to the socket; wait at least a microsecond.
     socket.set_read_timeout(Some(timeout.max(Duration::from_micros(1))))?;
-    match socket.recv(buf) {
-        Ok(len) => Ok(
-            match Echo::read(&buf[..len]).map(|echo| log.on_reply(echo, now_ns())) {
+    match stamped::receive(socket, buf) {
+        Ok(received) => Ok(
+            match Echo::read(&buf[..received.len])
+                .map(|echo| log.on_reply(echo, now_ns(), received.queued_ns))
+            {
                 Some(Reply::Fresh { rtt_ns }) => Some(rtt_ns),
                 _ => None,
             },

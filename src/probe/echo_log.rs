@@ -66,18 +66,23 @@ impl EchoLog {
             session: self.session,
             seq,
             sent_ns: now_ns,
+            held_ns: 0,
         }
     }
 
-    /// Records a reply received at `now_ns`. A reply counts only if it carries this session, a
-    /// sequence number that was sent and that ping's send time; it need not arrive in order.
-    pub fn on_reply(&mut self, echo: Echo, now_ns: u64) -> Reply {
+    /// Records a reply read at `now_ns` after waiting `queued_ns` in the socket (the kernel's
+    /// receive stamp to the read). A reply counts only if it carries this session, a sequence
+    /// number that was sent and that ping's send time; it need not arrive in order. Its RTT
+    /// leaves out the server's hold time and the client's own wait, as `ping`'s kernel stamps
+    /// do; a hold longer than the whole round trip is garbled (foreign), and a wait longer
+    /// than what is left can only be a step of the wall clock, so it is ignored.
+    pub fn on_reply(&mut self, echo: Echo, now_ns: u64, queued_ns: u64) -> Reply {
         let Ok(index) = usize::try_from(echo.seq) else {
             return Reply::Foreign;
         };
         if echo.session != self.session
             || self.sent_ns.get(index) != Some(&echo.sent_ns)
-            || now_ns < echo.sent_ns
+            || now_ns < echo.sent_ns.saturating_add(echo.held_ns)
         {
             return Reply::Foreign;
         }
@@ -85,7 +90,8 @@ impl EchoLog {
             self.duplicates += 1;
             return Reply::Duplicate;
         }
-        let rtt_ns = now_ns - echo.sent_ns;
+        let unheld_ns = now_ns - echo.sent_ns - echo.held_ns;
+        let rtt_ns = unheld_ns.checked_sub(queued_ns).unwrap_or(unheld_ns);
         self.rtt_ns[index] = Some(rtt_ns);
         self.received += 1;
         self.max_rtt_ns = self.max_rtt_ns.max(rtt_ns);
@@ -173,17 +179,20 @@ mod tests {
         assert_eq!(log.send_span_ns(), 30 * MS);
         assert_eq!(pings[2].seq, 2);
         assert_eq!(
-            log.on_reply(pings[1], 15 * MS),
+            log.on_reply(pings[1], 15 * MS, 0),
             Reply::Fresh { rtt_ns: 5 * MS }
         );
         // Ping 0 answered after ping 1: reordered, yet its RTT counts.
         assert_eq!(
-            log.on_reply(pings[0], 20 * MS),
+            log.on_reply(pings[0], 20 * MS, 0),
             Reply::Fresh { rtt_ns: 20 * MS }
         );
-        assert_eq!(log.on_reply(pings[1], 21 * MS), Reply::Duplicate);
+        assert_eq!(log.on_reply(pings[1], 21 * MS, 0), Reply::Duplicate);
         // A late reply, after later pings were sent, still counts.
-        assert_eq!(log.on_reply(pings[3], 31 * MS), Reply::Fresh { rtt_ns: MS });
+        assert_eq!(
+            log.on_reply(pings[3], 31 * MS, 0),
+            Reply::Fresh { rtt_ns: MS }
+        );
         assert!(!log.all_answered());
 
         let report = log.report("t".into(), true);
@@ -209,12 +218,34 @@ mod tests {
         };
         let never_sent = Echo { seq: 5, ..ping };
         for stray in [other_session, wrong_time, never_sent] {
-            assert_eq!(log.on_reply(stray, 3 * MS), Reply::Foreign);
+            assert_eq!(log.on_reply(stray, 3 * MS, 0), Reply::Foreign);
         }
         // A reply "before" its send is a broken clock or a forgery.
-        assert_eq!(log.on_reply(ping, 0), Reply::Foreign);
+        assert_eq!(log.on_reply(ping, 0, 0), Reply::Foreign);
         assert_eq!(log.received(), 0);
         assert!(log.report("t".into(), false).samples_ms.is_none());
+    }
+
+    #[test]
+    fn the_servers_hold_and_the_clients_wait_are_left_out() {
+        let mut log = EchoLog::new(7);
+        let pings: Vec<Echo> = (0..3).map(|_| log.on_send(MS)).collect();
+        let held = |ping: Echo, held_ns: u64| Echo { held_ns, ..ping };
+        // 10 ms from send to read: 0.3 ms in the server, 0.2 ms waiting for the client.
+        assert_eq!(
+            log.on_reply(held(pings[0], 300_000), 11 * MS, 200_000),
+            Reply::Fresh { rtt_ns: 9_500_000 }
+        );
+        // A hold longer than the round trip is garbled.
+        assert_eq!(
+            log.on_reply(held(pings[1], 11 * MS), 11 * MS, 0),
+            Reply::Foreign
+        );
+        // A wait longer than what is left is a step of the wall clock: not taken out.
+        assert_eq!(
+            log.on_reply(held(pings[2], MS), 11 * MS, 20 * MS),
+            Reply::Fresh { rtt_ns: 9 * MS }
+        );
     }
 
     #[test]
@@ -222,10 +253,10 @@ mod tests {
         let mut log = EchoLog::new(1);
         assert_eq!(log.drain_wait_ns(), 1_000 * MS);
         let a = log.on_send(0);
-        log.on_reply(a, 500 * MS);
+        log.on_reply(a, 500 * MS, 0);
         assert_eq!(log.drain_wait_ns(), 1_500 * MS);
         let b = log.on_send(0);
-        log.on_reply(b, 20_000 * MS);
+        log.on_reply(b, 20_000 * MS, 0);
         assert_eq!(log.drain_wait_ns(), 30_000 * MS);
         assert!(log.all_answered());
     }

@@ -20,6 +20,7 @@ pub mod protocol;
 pub mod rtt;
 pub mod server;
 pub mod sockopt;
+pub mod stamped;
 pub mod stream;
 pub mod target;
 pub mod tcp;

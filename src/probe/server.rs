@@ -1,6 +1,7 @@
 //! `probe serve`: a UDP echo server and a TCP goodput server on the same port number.
 //!
-//! UDP datagrams are echoed back unchanged to their sender. A TCP connection's first line (see
+//! UDP datagrams are echoed back to their sender unchanged, but that a probe ping carries how
+//! long the server held it (`packet`, `stamped`). A TCP connection's first line (see
 //! `protocol`) asks to sink or to source data; each connection gets its own thread.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -13,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::packet::MAX_LEN;
+use super::packet::{Echo, MAX_LEN};
 use super::protocol::{self, format_sink_reply, parse_command, Command, SinkReply, MAX_LINE};
 use super::sockopt::enlarge_udp_buffers;
+use super::stamped;
 use super::target::DEFAULT_PORT;
 use super::tcp::{receive_until_eof, send_for, IO_TIMEOUT};
 
@@ -218,7 +220,9 @@ fn stopping(stop: &AtomicBool, deadline: Option<Instant>) -> bool {
     stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d)
 }
 
-/// Echoes every datagram back to its sender until stopped.
+/// Echoes every datagram back to its sender until stopped. A probe ping leaves with how long
+/// it waited here, from the kernel's receive stamp until this loop read it (the reply follows
+/// at once): the echo's own wake-up, which the client takes out of the round trip.
 fn echo_udp(
     socket: &UdpSocket,
     stop: &AtomicBool,
@@ -226,17 +230,25 @@ fn echo_udp(
     counters: &Counters,
 ) -> io::Result<()> {
     socket.set_read_timeout(Some(TICK))?;
+    stamped::enable(socket)?;
     let mut buf = vec![0u8; MAX_LEN + 1];
     while !stopping(stop, deadline) {
-        match socket.recv_from(&mut buf) {
-            Ok((len, peer)) => {
+        match stamped::receive(socket, &mut buf) {
+            Ok(stamped::Received {
+                len,
+                from: Some(peer),
+                queued_ns,
+            }) => {
+                let datagram = &mut buf[..len];
+                Echo::write_held(datagram, queued_ns);
                 // A failed echo is a lost reply, which the client counts as loss.
-                let counter = match socket.send_to(&buf[..len], peer) {
+                let counter = match socket.send_to(datagram, peer) {
                     Ok(_) => &counters.echoed,
                     Err(_) => &counters.failed_echoes,
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
             }
+            Ok(_) => {}
             Err(error)
                 if matches!(
                     error.kind(),

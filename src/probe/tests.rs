@@ -300,3 +300,28 @@ fn client_role_reports_an_unreachable_target() {
     assert!(error.contains("within reach_timeout 300ms"), "{error}");
     assert_eq!(summary.rtt_sent, None);
 }
+
+/// The time a datagram waits in the socket before its reader runs is read off the kernel's
+/// receive stamp (taken on loopback within the send): it is at least the time the reader slept
+/// after the send, and no more than the whole exchange took.
+#[test]
+fn a_datagrams_wait_in_the_socket_is_read_off_its_kernel_stamp() {
+    let receiver = UdpSocket::bind((LOCALHOST, 0)).unwrap();
+    stamped::enable(&receiver).unwrap();
+    let sender = UdpSocket::bind((LOCALHOST, 0)).unwrap();
+    let started = Instant::now();
+    sender
+        .send_to(b"ping", receiver.local_addr().unwrap())
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    let mut buf = [0u8; 16];
+    let received = stamped::receive(&receiver, &mut buf).unwrap();
+    let took_ns = started.elapsed().as_nanos() as u64;
+    assert_eq!(received.len, 4);
+    assert_eq!(received.from, Some(sender.local_addr().unwrap()));
+    assert!(
+        (30_000_000..=took_ns).contains(&received.queued_ns),
+        "waited {} ns of {took_ns} ns",
+        received.queued_ns
+    );
+}
