@@ -231,6 +231,13 @@ impl Lateness {
             .unwrap_or(LATENESS_BOUNDS_NS.len());
         self.buckets[bucket] += 1;
     }
+
+    /// Events at least `bound_ns` late; `None` unless `bound_ns` is one of
+    /// [`LATENESS_BOUNDS_NS`], where the histogram can tell.
+    pub fn at_least(&self, bound_ns: u64) -> Option<u64> {
+        let bucket = LATENESS_BOUNDS_NS.iter().position(|&b| b == bound_ns)? + 1;
+        Some(self.buckets[bucket..].iter().sum())
+    }
 }
 
 /// The most the timer is armed ahead of a departure time.
@@ -424,6 +431,12 @@ mod tests {
         assert_eq!((l.max_late_ns, l.max_early_ns), (2_000_000, 7_000));
         assert_eq!(l.mean_ns, (5_000 + 30_000 + 2_000_000 - 10_000) / 6);
         assert_eq!(l.buckets, [1, 2, 0, 0, 0, 0, 0, 1]);
+        l.record(300_000);
+        assert_eq!(l.at_least(10_000), Some(4));
+        assert_eq!(l.at_least(200_000), Some(2));
+        assert_eq!(l.at_least(500_000), Some(1));
+        assert_eq!(l.at_least(1_000_000), Some(1));
+        assert_eq!(l.at_least(300_000), None);
     }
 
     #[test]

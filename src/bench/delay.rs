@@ -9,6 +9,7 @@ use super::{progress, BenchOptions, Report, Verdict};
 use crate::lab::{Error, Result};
 use crate::probe::percentile;
 use crate::table::{num, Table};
+use netem::daemon::Lateness;
 use netem::units::format_duration_ns;
 
 const LAB: &str = "bench-delay";
@@ -41,8 +42,28 @@ struct Point {
     max_error_ms: Option<f64>,
     /// The shaper's verdict lateness (mean, max) over the run, µs.
     lateness_us: Option<(f64, f64)>,
+    /// The shaper's verdicts at least 0.2 ms and at least 0.5 ms late, of all its verdicts.
+    late_verdicts: Option<LateVerdicts>,
     /// The shaper's mean timer wake-up lateness over the run, µs.
     wakeup_us: Option<f64>,
+}
+
+/// How many of the shaper's verdicts came late enough to show in a ping's tail.
+struct LateVerdicts {
+    from_200us: u64,
+    from_500us: u64,
+    all: u64,
+}
+
+impl LateVerdicts {
+    /// Reads the counts off the shaper's lateness histogram.
+    fn of(lateness: &Lateness) -> LateVerdicts {
+        LateVerdicts {
+            from_200us: lateness.at_least(200_000).unwrap_or(0),
+            from_500us: lateness.at_least(500_000).unwrap_or(0),
+            all: lateness.count,
+        }
+    }
 }
 
 pub fn run(options: &BenchOptions) -> Result<Report> {
@@ -70,6 +91,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         "p99 error (ms)",
         "max error (ms)",
         "shaper verdicts late, mean / max (µs)",
+        "shaper verdicts ≥ 0.2 ms / ≥ 0.5 ms late",
         "shaper wake-ups late, mean (µs)",
         "machine CPU (cores)",
     ]);
@@ -102,6 +124,10 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             p.lateness_us
                 .map(|(mean, max)| format!("{mean:.0} / {max:.0}"))
                 .unwrap_or_else(|| "—".to_string()),
+            p.late_verdicts
+                .as_ref()
+                .map(|v| format!("{} / {} of {}", v.from_200us, v.from_500us, v.all))
+                .unwrap_or_else(|| "—".to_string()),
             num(p.wakeup_us, 0),
             format!("{:.2}", p.machine_cores),
         ]);
@@ -115,21 +141,26 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
                 .into(),
             format!(
                 "`probe rtt`: {count} UDP echoes of 64 bytes, one every {INTERVAL}; error = \
-                 measured RTT − 2 × one-way delay. The baseline row has no impairment: it is \
-                 the floor of the measurement itself (veths, the echo server in userspace); \
-                 the column after the median error takes that floor out, leaving what the \
-                 emulation adds."
+                 measured RTT − 2 × one-way delay. Like `ping`, the probe times a reply by \
+                 the kernel's receive stamp, and the echo server reports how long it held each \
+                 ping (its stamp to its reply), which the client takes out: neither end's \
+                 wake-up is counted as the path's. The baseline row has no impairment: it is \
+                 the floor of the measurement itself (veths, the send calls); the column after \
+                 the median error takes that floor out, leaving what the emulation adds."
             ),
             "Shaper verdicts late: how long after a packet's departure time the userspace \
              shaper released it, by the shaper's clock (mean / max over every verdict of the \
              run; — without a shaper). Shaper wake-ups late: how long after its timer was due \
              the shaper's event loop ran; arrivals are timed by the kernel's receive stamp, so \
-             this lateness delays only the verdicts' timers, which the shaper arms early by it."
+             this lateness delays only the verdicts' timers, which the shaper arms early by it. \
+             Verdicts ≥ 0.2 ms late: of all verdicts of the run (four per ping), those late \
+             enough to put a ping in the p99 tail by themselves."
                 .into(),
             "Load: idle, then again with one core busy: a thread of the benchmark spinning at \
              normal priority beside the lab for the whole run (the shaper runs at SCHED_FIFO \
-             priority, the echo client and server at normal priority, so the hog delays the \
-             measurement's own floor too: the baseline row of each load shows it). Machine \
+             priority, the echo client and server at normal priority: their wake-ups are taken \
+             out, but a ping's send can still wait for the hog, which the baseline row of each \
+             load shows). Machine \
              CPU: both CPUs' busy time together over the pings (/proc/stat)."
                 .into(),
         ],
@@ -175,6 +206,10 @@ fn measure(one_way_us: u64, loaded: bool, count: u64, options: &BenchOptions) ->
                 d.verdict_lateness.max_late_ns as f64 / 1e3,
             )
         });
+    let late_verdicts = daemon
+        .as_ref()
+        .filter(|d| d.verdict_lateness.count > 0)
+        .map(|d| LateVerdicts::of(&d.verdict_lateness));
     let wakeup_us = daemon
         .as_ref()
         .filter(|d| d.wakeup_lateness.count > 0)
@@ -198,6 +233,7 @@ fn measure(one_way_us: u64, loaded: bool, count: u64, options: &BenchOptions) ->
         p99_error_ms: percentile(&errors, 99.0),
         max_error_ms: errors.last().copied(),
         lateness_us,
+        late_verdicts,
         wakeup_us,
     })
 }
