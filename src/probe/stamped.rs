@@ -15,7 +15,10 @@ use super::sockopt::set_int;
 use crate::container::links::stamps_precede_the_hold;
 
 /// One datagram read: its length, its sender, and how long it waited in the socket between
-/// the kernel's receive stamp and the read's return (0 when the kernel gave no stamp).
+/// the kernel's receive stamp and the read's return (0 when the kernel gave no stamp). The
+/// kernel turns arrival stamps on for the whole machine lazily, when the first socket asks (a
+/// lab's shaper asks at its start); a datagram that arrived before then is stamped at the read,
+/// so its wait reads as about 0 and the probe counts its own wake-up for it, as it always did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Received {
     pub len: usize,

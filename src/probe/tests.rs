@@ -301,24 +301,43 @@ fn client_role_reports_an_unreachable_target() {
     assert_eq!(summary.rtt_sent, None);
 }
 
-/// The time a datagram waits in the socket before its reader runs is read off the kernel's
-/// receive stamp (taken on loopback within the send): it is at least the time the reader slept
-/// after the send, and no more than the whole exchange took.
-#[test]
-fn a_datagrams_wait_in_the_socket_is_read_off_its_kernel_stamp() {
-    let receiver = UdpSocket::bind((LOCALHOST, 0)).unwrap();
-    stamped::enable(&receiver).unwrap();
+/// Sends one datagram to `receiver`, sleeps `pause`, reads it: what the read says, and the time
+/// from just before the send to just after the read, ns.
+fn send_pause_read(receiver: &UdpSocket, pause: Duration) -> (stamped::Received, u64) {
     let sender = UdpSocket::bind((LOCALHOST, 0)).unwrap();
     let started = Instant::now();
     sender
         .send_to(b"ping", receiver.local_addr().unwrap())
         .unwrap();
-    std::thread::sleep(Duration::from_millis(30));
+    std::thread::sleep(pause);
     let mut buf = [0u8; 16];
-    let received = stamped::receive(&receiver, &mut buf).unwrap();
-    let took_ns = started.elapsed().as_nanos() as u64;
+    let received = stamped::receive(receiver, &mut buf).unwrap();
     assert_eq!(received.len, 4);
     assert_eq!(received.from, Some(sender.local_addr().unwrap()));
+    (received, started.elapsed().as_nanos() as u64)
+}
+
+/// The time a datagram waits in the socket before its reader runs is read off the kernel's
+/// receive stamp (taken on loopback within the send): it is at least the time the reader slept
+/// after the send, and no more than the whole exchange took.
+///
+/// The kernel turns arrival stamps on for the whole machine lazily (a static key flipped from a
+/// workqueue when the first socket asks), and a datagram that arrived before that is stamped at
+/// the read instead, as if it had not waited: on a fresh machine the first datagrams can show
+/// about 0. So the test first sends datagrams until one shows its wait (for at most 2 s), then
+/// measures.
+#[test]
+fn a_datagrams_wait_in_the_socket_is_read_off_its_kernel_stamp() {
+    let receiver = UdpSocket::bind((LOCALHOST, 0)).unwrap();
+    stamped::enable(&receiver).unwrap();
+    let pause = Duration::from_millis(10);
+    let on = (0..200).any(|_| send_pause_read(&receiver, pause).0.queued_ns >= 10_000_000);
+    assert!(
+        on,
+        "no datagram in 200 showed its wait: arrival stamps never came on"
+    );
+
+    let (received, took_ns) = send_pause_read(&receiver, Duration::from_millis(30));
     assert!(
         (30_000_000..=took_ns).contains(&received.queued_ns),
         "waited {} ns of {took_ns} ns",
