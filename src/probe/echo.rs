@@ -71,7 +71,8 @@ fn send(socket: &UdpSocket, datagram: &[u8]) -> io::Result<()> {
 }
 
 /// Waits up to `timeout` for one datagram, hands it to `log` with how long it waited in the
-/// socket, and returns the RTT if it was a fresh reply. A timeout or ICMP report is not an error: it simply brings nothing.
+/// socket, and returns the RTT if it was a fresh reply. A timeout or ICMP report is not an
+/// error: it simply brings nothing.
 fn receive(
     socket: &UdpSocket,
     buf: &mut [u8],
