@@ -36,6 +36,7 @@ use crate::cdn::{
     PathError, Payload, Popularity, Request as CdnRequest, Routers, Video,
 };
 use crate::roles::http::body::Body;
+use crate::roles::http::sealed::Sealed;
 use crate::roles::http::semantics::{self as http, refuse_method, respond, target, Entity};
 
 /// Synthetic init segments (fMP4 videos without real media) are this many bytes.
@@ -227,11 +228,11 @@ impl ContentServer {
                 let cached = self.segments.get_or_make(&entity.etag, len, |n| {
                     let mut bytes = vec![0u8; n];
                     payload.fill(0, &mut bytes);
-                    bytes.into()
+                    bytes
                 });
                 match cached {
-                    Some(bytes) => respond(method, headers, &entity, |offset, length| {
-                        Body::bytes(bytes.slice(offset as usize..(offset + length) as usize))
+                    Some(kept) => respond(method, headers, &entity, |offset, length| {
+                        Body::sealed(kept.slice(offset as usize, length as usize))
                     }),
                     None => respond(method, headers, &entity, |offset, length| {
                         Body::synthetic(payload, offset, length)
@@ -332,11 +333,11 @@ async fn serve_file_cached(
             if read.len() as u64 != metadata.len() {
                 return None;
             }
-            cache.insert(&key, read.into())
+            cache.insert(&key, Sealed::new(read))
         }
     };
     Some(respond(method, headers, &entity, |offset, length| {
-        Body::bytes(bytes.slice(offset as usize..(offset + length) as usize))
+        Body::sealed(bytes.slice(offset as usize, length as usize))
     }))
 }
 

@@ -21,7 +21,7 @@ use crate::cdn::{Assign, Video};
 use crate::control::{self, Identity};
 use crate::roles::control::load_identity;
 use crate::roles::http::any_address;
-use crate::roles::http::{serve_until_stopped, spawn_head_only, spawn_http, Running, ServeOptions};
+use crate::roles::http::{serve_until_stopped, spawn_head_only, Running, ServeOptions};
 use crate::roles::Start;
 
 /// The uCS: the origin, all chunks and manifests.
@@ -31,15 +31,15 @@ pub async fn start_ucs(config: &UcsConfig, http: SocketAddr) -> Result<Running, 
         config.url.clone(),
         Source::new(config.media_dir.clone()),
     )?);
-    let handler = move |request| {
+    let handler = Arc::new(move |request: hyper::Request<()>| {
         let server = server.clone();
         async move { server.handle(request).await }
-    };
+    });
     let options = ServeOptions {
         role: "ucs",
         access_log: config.access_log,
     };
-    let running = spawn_http(http, handler, options, None).await?;
+    let running = spawn_head_only(http, handler, options, None).await?;
     tracing::info!(
         "ucs: serving {} from {} at {} on {}",
         describe_videos(&config.videos),
@@ -76,15 +76,15 @@ pub async fn start_dcs(
         assignment,
         origin,
     )?);
-    let handler = move |request| {
+    let handler = Arc::new(move |request: hyper::Request<()>| {
         let server = server.clone();
         async move { server.handle(request).await }
-    };
+    });
     let options = ServeOptions {
         role: "dcs",
         access_log: config.access_log,
     };
-    let running = spawn_http(http, handler, options, Some(control)).await?;
+    let running = spawn_head_only(http, handler, options, Some(control)).await?;
     tracing::info!(
         "dcs: serving assigned chunks ({}) on {}; control on {} for node {}; fetch from origin: {}",
         describe_source(&config.media_dir),
@@ -124,7 +124,8 @@ pub async fn start_drr(
     .await
     .map_err(|e| e.to_string())?;
     let router = Arc::new(DownstreamRouter::new(locations));
-    let handler = Arc::new(move |request: &hyper::Request<()>| router.handle(request));
+    let handler =
+        Arc::new(move |request: hyper::Request<()>| std::future::ready(router.handle(&request)));
     let options = ServeOptions {
         role: "drr",
         access_log: config.access_log,
@@ -190,7 +191,8 @@ pub async fn start_urr(
         ),
     };
     let router = Arc::new(UpstreamRouter::new(locations, config.url.clone(), drr_url));
-    let handler = Arc::new(move |request: &hyper::Request<()>| router.handle(request));
+    let handler =
+        Arc::new(move |request: hyper::Request<()>| std::future::ready(router.handle(&request)));
     let options = ServeOptions {
         role: "urr",
         access_log: config.access_log,

@@ -1,8 +1,10 @@
 //! A bounded in-memory copy of the chunks a content server has served.
 //!
 //! Synthetic payloads are deterministic, so a chunk generated once can be sent again and again
-//! as slices of one immutable `Bytes`: no byte generation and no fresh buffers per response
-//! (generating and zero-filling them was most of a content server's CPU under load). Media files
+//! from one immutable copy: no byte generation and no fresh buffers per response (generating
+//! and zero-filling them was most of a content server's CPU under load). The copy is kept in a
+//! sealed memfd (`roles::http::sealed`), which the HTTP fast path sends with `sendfile`
+//! instead of copying it into each connection's socket. Media files
 //! are kept likewise, so hot segments skip the blocking pool's per-read thread hops. Entries are
 //! keyed by what names exactly their bytes: a synthetic chunk's strong ETag, a file's path with
 //! its length and modification time (a changed file is a new key; its old copy ages out). The cache
@@ -13,9 +15,8 @@
 
 use std::sync::Mutex;
 
-use bytes::Bytes;
-
 use crate::lru::ByteLru;
+use crate::roles::http::sealed::Sealed;
 
 /// The default bound on cached bytes per content server: the whole catalogue of a typical lab
 /// (hundreds of chunks of ≤ 1 MB) fits, and a lab of a dozen servers still fits in a few GiB.
@@ -26,7 +27,7 @@ pub const DEFAULT_MAX_ENTRY: usize = 16 * 1024 * 1024;
 pub struct SegmentCache {
     max_entry: usize,
     /// Held only to look up or insert, never while generating.
-    state: Mutex<ByteLru<String, Bytes>>,
+    state: Mutex<ByteLru<String, Sealed>>,
 }
 
 impl Default for SegmentCache {
@@ -51,13 +52,13 @@ impl SegmentCache {
         &self,
         key: &str,
         len: u64,
-        make: impl FnOnce(usize) -> Bytes,
-    ) -> Option<Bytes> {
+        make: impl FnOnce(usize) -> Vec<u8>,
+    ) -> Option<Sealed> {
         let len = self.admits(len)?;
         if let Some(bytes) = self.get(key) {
             return Some(bytes);
         }
-        Some(self.insert(key, make(len)))
+        Some(self.insert(key, Sealed::new(make(len))))
     }
 
     /// `len` as a usize when an entry of `len` bytes may be kept.
@@ -66,14 +67,14 @@ impl SegmentCache {
     }
 
     /// The bytes kept under `key`.
-    pub fn get(&self, key: &str) -> Option<Bytes> {
+    pub fn get(&self, key: &str) -> Option<Sealed> {
         self.lock().get(key).cloned()
     }
 
     /// Keeps `bytes` under `key`, evicting the least recently used entries to make room, and
     /// returns what is kept there (the earlier copy if another caller inserted one first). Bytes
     /// above the entry bound are returned without being kept.
-    pub fn insert(&self, key: &str, bytes: Bytes) -> Bytes {
+    pub fn insert(&self, key: &str, bytes: Sealed) -> Sealed {
         if bytes.len() > self.max_entry {
             return bytes;
         }
@@ -93,7 +94,7 @@ impl SegmentCache {
 
     /// A poisoned lock only means another thread panicked between two consistent states (every
     /// update above completes before its guard drops), so its data is still usable.
-    fn lock(&self) -> std::sync::MutexGuard<'_, ByteLru<String, Bytes>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ByteLru<String, Sealed>> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -127,7 +127,7 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools) -> Vec<String> {
         ),
         format!(
             "Objects: segment 0 of a 2 s video at {}. nginx serves them as static files ({FAST_STATIC_SETUP}); `ucs` serves \
-             synthetic payloads generated once and kept in memory, or (media_dir rows) the same files, also kept in memory once read.",
+             synthetic payloads generated once and kept in a sealed memfd, or (media_dir rows) the same files, kept so once read; it sends bodies of up to 512 KiB from there by sendfile, larger ones by copy.",
             objects_described()
         ),
         "302 row: nginx `return 302 http://127.0.0.1:PORT$request_uri;` against `urr` with \
@@ -141,8 +141,19 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools) -> Vec<String> {
          process is charged for (and anything else the machine ran there): near 100% means \
          the server's core, not wrk, was the bottleneck."
             .into(),
+        format!(
+            "TCP congestion control: {} (the machine's default; it changes these numbers: \
+             BBR paces loopback flows, and slowed `sendfile` senders most).",
+            congestion_control()
+        ),
         format!("{} and wrk from the machine's packages.", tools.nginx_version),
     ]
+}
+
+/// The congestion control new TCP connections get here.
+fn congestion_control() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .map_or_else(|_| "unknown".into(), |name| name.trim().to_string())
 }
 
 /// `400kbit (100 KB), 2mbit (500 KB) and 8mbit (2 MB)`: each object's bitrate and size.

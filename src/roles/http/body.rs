@@ -1,6 +1,6 @@
 //! Response bodies that never hold a whole segment: synthetic payloads generated chunk by chunk,
-//! files read chunk by chunk, or bytes already in memory (manifests, cached copies), at once or
-//! paced over a set time.
+//! files read chunk by chunk, or bytes already in memory (manifests, cached copies, those in a
+//! sealed memfd), at once or paced over a set time.
 
 use std::io::{self, SeekFrom};
 use std::pin::Pin;
@@ -10,6 +10,7 @@ use bytes::{Bytes, BytesMut};
 use hyper::body::{Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncSeek, ReadBuf};
 
+use super::sealed::Sealed;
 use crate::cdn::Payload;
 
 /// Bytes per data frame: large enough that per-frame overhead is small, small enough that a
@@ -22,6 +23,9 @@ pub enum Body {
     Empty,
     /// In-memory bytes, sent as one frame.
     Bytes(Option<Bytes>),
+    /// In-memory bytes that may also be in a sealed memfd, which the fast path
+    /// (`head_only`) sends with `sendfile`; elsewhere one frame, as `Bytes`.
+    Sealed(Option<Sealed>),
     /// `remaining` bytes of a synthetic payload from `offset` on.
     Synthetic {
         payload: Payload,
@@ -58,6 +62,10 @@ impl Body {
         Body::Bytes(Some(bytes.into()))
     }
 
+    pub fn sealed(sealed: Sealed) -> Body {
+        Body::Sealed(Some(sealed))
+    }
+
     /// `length` bytes of `payload` starting at `offset`.
     pub fn synthetic(payload: Payload, offset: u64, length: u64) -> Body {
         Body::Synthetic {
@@ -83,8 +91,9 @@ impl Body {
     /// The number of bytes still to come.
     pub fn len(&self) -> u64 {
         match self {
-            Body::Empty | Body::Bytes(None) => 0,
+            Body::Empty | Body::Bytes(None) | Body::Sealed(None) => 0,
             Body::Bytes(Some(bytes)) => bytes.len() as u64,
+            Body::Sealed(Some(sealed)) => sealed.len() as u64,
             Body::Synthetic { remaining, .. } | Body::File { remaining, .. } => *remaining,
             Body::Paced(paced) => paced.remaining(),
         }
@@ -106,6 +115,9 @@ impl hyper::body::Body for Body {
         match self.get_mut() {
             Body::Empty => Poll::Ready(None),
             Body::Bytes(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            Body::Sealed(sealed) => {
+                Poll::Ready(sealed.take().map(|s| Ok(Frame::data(s.bytes().clone()))))
+            }
             Body::Paced(paced) => paced.poll_next(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
             Body::Synthetic {
                 payload,

@@ -7,10 +7,12 @@ mod error_causes;
 mod head_only;
 pub mod paced;
 mod running;
+pub mod sealed;
 pub mod semantics;
 mod serve;
 #[cfg(test)]
 mod test_clients;
+mod writes;
 
 pub use body::Body;
 pub use error_causes::describe;

@@ -2,8 +2,8 @@
 //! (prior knowledge) on one port (hyper-util's auto builder tells them apart by the preface),
 //! an optional access log, and graceful shutdown: stop accepting, let in-flight requests finish
 //! for a bounded time, close idle keep-alive connections. Handlers that answer from the request
-//! head alone (the request routers) have `serve_head_only`, which puts `head_only`'s fast path
-//! in front of the same server.
+//! head alone (the CDN's request routers and content servers) have `serve_head_only`, which
+//! puts `head_only`'s fast path in front of the same server.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -108,7 +108,8 @@ where
     .await
 }
 
-/// `serve_http` for a handler that answers from the request head alone (the request routers):
+/// `serve_http` for a handler that answers from the request head alone (the CDN's routers and
+/// content servers):
 /// keep-alive GETs and HEADs without a body take `head_only`'s fast path, everything else
 /// (h2c, bodies, other methods) hyper, as in `serve_http`.
 pub async fn serve_head_only<H: HeadHandler>(
@@ -165,10 +166,7 @@ pub(super) async fn serve_head_only_idle<H: HeadHandler>(
             };
             if let head_only::Ended::HandOver(stream, read) = ended {
                 let io = TokioIo::new(head_only::Prefixed::new(stream, read));
-                let handler = move |request: Request<Incoming>| {
-                    let response = handler(&request.map(|_| ()));
-                    async move { response }
-                };
+                let handler = move |request: Request<Incoming>| handler.answer(request.map(|_| ()));
                 serve_hyper(io, &builder, handler, options, idle, stop).await;
             }
         }

@@ -1,0 +1,211 @@
+//! Bytes a server sends again and again (a content server's cached chunks), kept in a sealed
+//! memfd that is mapped read-only: the same pages are `Bytes` for everything that wants a
+//! slice (HTTP/2, ranges, small answers) and a file that `sendfile` hands to the socket
+//! without copying them, as nginx sends its static files. The seals (no write, shrink or
+//! grow, no further seals) make the pages immutable for as long as any socket refers to them.
+//!
+//! Where a memfd cannot be had (an old kernel, a seccomp filter), the bytes live on the heap
+//! and are sent by copy, as before.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+/// Immutable bytes, and when the kernel allowed it the sealed memfd they are mapped from.
+#[derive(Debug, Clone)]
+pub struct Sealed {
+    /// The bytes: all of the memfd's mapping, or a slice of it from `offset`.
+    bytes: Bytes,
+    file: Option<Arc<File>>,
+    /// Where `bytes` starts in `file`.
+    offset: u64,
+}
+
+impl Sealed {
+    /// `bytes` moved into a sealed memfd where possible, else kept on the heap.
+    pub fn new(bytes: Vec<u8>) -> Sealed {
+        if bytes.is_empty() {
+            return Sealed::on_heap(Bytes::new());
+        }
+        match sealed_memfd(&bytes) {
+            Ok((file, mapping)) => Sealed {
+                bytes: Bytes::from_owner(mapping),
+                file: Some(Arc::new(file)),
+                offset: 0,
+            },
+            Err(e) => {
+                tracing::debug!("no sealed memfd ({e}): the bytes stay on the heap and are copied");
+                Sealed::on_heap(bytes.into())
+            }
+        }
+    }
+
+    /// Bytes already in memory, kept as they are (sent by copy).
+    fn on_heap(bytes: Bytes) -> Sealed {
+        Sealed {
+            bytes,
+            file: None,
+            offset: 0,
+        }
+    }
+
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The memfd and where these bytes start in it, if they are in one.
+    pub fn file(&self) -> Option<(&File, u64)> {
+        self.file.as_deref().map(|file| (file, self.offset))
+    }
+
+    /// `length` bytes from `offset` (the caller keeps them within `len`, as `Bytes::slice`).
+    pub fn slice(&self, offset: usize, length: usize) -> Sealed {
+        Sealed {
+            bytes: self.bytes.slice(offset..offset + length),
+            file: self.file.clone(),
+            offset: self.offset + offset as u64,
+        }
+    }
+}
+
+/// A sealed memfd holding `bytes`, and a read-only mapping of it.
+fn sealed_memfd(bytes: &[u8]) -> io::Result<(File, Mapping)> {
+    // SAFETY: a NUL-terminated name and plain flags; the result is checked.
+    let fd = unsafe {
+        libc::memfd_create(
+            c"cdnlab-chunk".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    file.write_all(bytes)?;
+    seal(&file)?;
+    let mapping = Mapping::new(&file, bytes.len())?;
+    Ok((file, mapping))
+}
+
+/// Seals `file`: its size and contents can no longer change, nor its seals.
+fn seal(file: &File) -> io::Result<()> {
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+    // SAFETY: fcntl on an open descriptor with an integer argument.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A read-only shared mapping of a file, unmapped when dropped.
+struct Mapping {
+    address: *mut u8,
+    len: usize,
+}
+
+// SAFETY: read-only memory that nobody writes (the memfd is sealed against writes).
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// A read-only mapping of the first `len` bytes of `file`.
+    fn new(file: &File, len: usize) -> io::Result<Mapping> {
+        // SAFETY: a fresh mapping of `len` bytes of an open file, checked for failure.
+        let address = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if address == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            address: address.cast(),
+            len,
+        })
+    }
+}
+
+impl AsRef<[u8]> for Mapping {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `len` mapped bytes live until `drop`.
+        unsafe { std::slice::from_raw_parts(self.address, self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped; nothing refers to it any more.
+        unsafe {
+            libc::munmap(self.address.cast(), self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::FileExt;
+
+    use super::*;
+
+    #[test]
+    fn bytes_are_kept_in_a_sealed_memfd_that_their_slices_share() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let sealed = Sealed::new(bytes.clone());
+        assert_eq!(&sealed.bytes()[..], &bytes[..]);
+        let (file, offset) = sealed.file().expect("this kernel makes sealed memfds");
+        assert_eq!(offset, 0);
+        let mut read = vec![0u8; bytes.len()];
+        file.read_exact_at(&mut read, 0).unwrap();
+        assert_eq!(read, bytes, "the file holds the bytes");
+        // SAFETY: fcntl on an open descriptor.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        let wanted =
+            libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+        assert_eq!(seals & wanted, wanted, "seals {seals:#x}");
+        assert!(
+            file.write_at(b"x", 0).is_err(),
+            "a sealed memfd took a write"
+        );
+        assert!(file.set_len(1).is_err(), "a sealed memfd shrank");
+
+        let slice = sealed.slice(1000, 500);
+        assert_eq!(&slice.bytes()[..], &bytes[1000..1500]);
+        let (slice_file, slice_offset) = slice.file().unwrap();
+        assert_eq!(slice_offset, 1000);
+        assert_eq!(slice_file.as_raw_fd(), file.as_raw_fd(), "one memfd");
+        let inner = slice.slice(100, 10);
+        assert_eq!(inner.file().unwrap().1, 1100);
+        assert_eq!(&inner.bytes()[..], &bytes[1100..1110]);
+        drop(sealed);
+        assert_eq!(
+            &inner.bytes()[..],
+            &bytes[1100..1110],
+            "a slice outlives the whole"
+        );
+    }
+
+    #[test]
+    fn nothing_needs_no_memfd() {
+        let empty = Sealed::new(Vec::new());
+        assert!(empty.is_empty());
+        assert!(empty.file().is_none());
+    }
+}
