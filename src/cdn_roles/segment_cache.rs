@@ -2,9 +2,9 @@
 //!
 //! Synthetic payloads are deterministic, so a chunk generated once can be sent again and again
 //! from one immutable copy: no byte generation and no fresh buffers per response (generating
-//! and zero-filling them was most of a content server's CPU under load). The copy is kept in a
-//! sealed memfd (`roles::http::sealed`), which the HTTP fast path sends with `sendfile`
-//! instead of copying it into each connection's socket. Media files
+//! and zero-filling them was most of a content server's CPU under load). A copy of a size the
+//! HTTP/1.1 fast path sends by `sendfile` is kept in a sealed memfd (`roles::http::sealed`),
+//! so that it is not copied into each connection's socket. Media files
 //! are kept likewise, so hot segments skip the blocking pool's per-read thread hops. Entries are
 //! keyed by what names exactly their bytes: a synthetic chunk's strong ETag, a file's path with
 //! its length and modification time (a changed file is a new key; its old copy ages out). The cache

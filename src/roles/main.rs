@@ -68,6 +68,7 @@ where
 {
     let args = command(&role).get_matches();
     super::logs::init();
+    raise_open_file_limit();
     // One worker per core, or `TOKIO_WORKER_THREADS` (bench http gives every server one). One
     // worker runs on tokio's current-thread scheduler: the same single thread of work without
     // the work-stealing scheduler's cross-thread bookkeeping, ~5% of a 302's cost.
@@ -87,6 +88,33 @@ where
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(role.name, &e),
+    }
+}
+
+/// Lifts the soft limit on open descriptors to the hard one, as servers do: a content server
+/// keeps one per cached chunk (`http::sealed`) besides its connections, and Debian's soft
+/// limit of 1024 would run out first.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit on a live local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max
+        {
+            return;
+        }
+        let wanted = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
+            tracing::debug!(
+                "raising the open-file limit: {}",
+                std::io::Error::last_os_error()
+            );
+        }
     }
 }
 

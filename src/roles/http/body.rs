@@ -23,8 +23,8 @@ pub enum Body {
     Empty,
     /// In-memory bytes, sent as one frame.
     Bytes(Option<Bytes>),
-    /// In-memory bytes that may also be in a sealed memfd, which the fast path
-    /// (`head_only`) sends with `sendfile`; elsewhere one frame, as `Bytes`.
+    /// In-memory bytes, which may be mapped from a sealed memfd: the HTTP/1.1 fast path
+    /// (`writes`) then sends them by `sendfile`; elsewhere one frame, as `Bytes`.
     Sealed(Option<Sealed>),
     /// `remaining` bytes of a synthetic payload from `offset` on.
     Synthetic {

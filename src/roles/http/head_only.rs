@@ -4,8 +4,8 @@
 //! per-request machinery (its dispatcher, a body channel per request, a service future, a
 //! header-read timer armed per request) cost a 302 about a quarter more CPU than nginx's
 //! `return 302`; here a keep-alive GET or HEAD without a body is parsed by `httparse`, answered
-//! in place and written with whatever other pipelined answers are ready, in one write; a large
-//! in-memory body goes out in the same write as its head.
+//! in place and written with whatever other pipelined answers are ready, in one write (see
+//! `writes` for large bodies; answers ready before one that must wait go out first).
 //!
 //! Anything else hands the connection over, with the bytes read so far, to the hyper server
 //! every role uses, which then serves it to its end: an h2c preface, another method, a request
@@ -43,7 +43,7 @@ const MAX_OUTPUT: usize = 64 * 1024;
 
 /// In-memory bodies up to this size are copied in with their heads (one write for a batch);
 /// larger ones are written from where they are.
-const MAX_COPIED_BODY: usize = 16 * 1024;
+pub(super) const MAX_COPIED_BODY: usize = 16 * 1024;
 
 /// A handler answering from the head alone: at once (`std::future::ready`, the routers) or
 /// after awaiting something (a content server reading a file or asking its origin).
@@ -132,7 +132,21 @@ pub(super) async fn serve<H: HeadHandler>(
             flags.busy.store(true, Ordering::Release);
             let head_only = request.method() == Method::HEAD;
             let logged = access_log.then(|| (request.method().clone(), request.uri().clone()));
-            let response = handler.answer(request).await;
+            let mut answer = std::pin::pin!(handler.answer(request));
+            let response =
+                match std::future::poll_fn(|cx| Poll::Ready(answer.as_mut().poll(cx))).await {
+                    Poll::Ready(response) => response,
+                    // Answers already made go out while this one is awaited.
+                    Poll::Pending => {
+                        let flushed = Writer::new(&stream, &mut timer, idle)
+                            .flush(&mut output)
+                            .await;
+                        if flushed.is_err() {
+                            return Ended::Closed;
+                        }
+                        answer.await
+                    }
+                };
             if let Some((method, uri)) = logged {
                 log_answer(role, &method, &uri, &response);
             }
@@ -384,8 +398,12 @@ mod tests {
 
     const IDLE: Duration = Duration::from_millis(400);
 
-    /// 600 000 bytes of a pattern (`i % 251`) in a sealed memfd.
+    /// 400 000 bytes of a pattern (`i % 251`), in a sealed memfd (a size sent by `sendfile`).
     static SEALED: std::sync::LazyLock<Sealed> =
+        std::sync::LazyLock::new(|| Sealed::new(pattern(400_000)));
+
+    /// 600 000 bytes of the pattern, too large for `sendfile`: on the heap.
+    static LARGE: std::sync::LazyLock<Sealed> =
         std::sync::LazyLock::new(|| Sealed::new(pattern(600_000)));
 
     fn pattern(len: usize) -> Vec<u8> {
@@ -394,8 +412,8 @@ mod tests {
 
     /// What the test server answers: 302 to `http://up/` + the target; `/big` a 200 KB
     /// synthetic body (not in memory); `/bytes` a 100 KB body in memory; `/sealed` 200 KB of
-    /// `SEALED` from byte 1000 (sent by `sendfile`), `/sealed-all` all of it (above
-    /// `MAX_SENDFILE_BODY`: copied); other methods 405.
+    /// `SEALED` from byte 1000 (sent by `sendfile`), `/sealed-small` 10 KB of it from byte 5
+    /// (copied in with its head), `/sealed-large` all of `LARGE` (copied); other methods 405.
     fn answer(request: &Request<()>) -> Response<Body> {
         if let Some(refused) = refuse_method(request.method()) {
             return refused;
@@ -404,7 +422,8 @@ mod tests {
             "/big" => Body::synthetic(cdnlab_core::cdn::Payload::numbered(7), 0, 200_000),
             "/bytes" => Body::bytes(vec![7u8; 100_000]),
             "/sealed" => Body::sealed(SEALED.slice(1000, 200_000)),
-            "/sealed-all" => Body::sealed(SEALED.clone()),
+            "/sealed-small" => Body::sealed(SEALED.slice(5, 10_000)),
+            "/sealed-large" => Body::sealed(LARGE.clone()),
             _ => return redirect(format!("http://up{}", target(request.uri()))),
         };
         let mut response = Response::new(body);
@@ -415,7 +434,8 @@ mod tests {
         response
     }
 
-    /// A test server answering as `answer` does, `/slow...` only after 50 ms. Returns its
+    /// A test server answering as `answer` does, `/slow...` only after 50 ms and `/stalled`
+    /// after 3 s. Returns its
     /// address and what stops it.
     async fn server() -> (
         SocketAddr,
@@ -427,6 +447,9 @@ mod tests {
         let handler = Arc::new(|request: Request<()>| async move {
             if request.uri().path().starts_with("/slow") {
                 tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            if request.uri().path() == "/stalled" {
+                tokio::time::sleep(Duration::from_secs(3)).await;
             }
             answer(&request)
         });
@@ -557,25 +580,45 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn answers_ready_before_one_that_waits_are_not_held_back() {
+        let (addr, _stop, _server) = server().await;
+        let asked = Instant::now();
+        let (_stream, answers) = ask(
+            addr,
+            b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n\
+              GET /b HTTP/1.1\r\nHost: x\r\n\r\n\
+              GET /stalled HTTP/1.1\r\nHost: x\r\n\r\n",
+            2,
+        )
+        .await;
+        assert_eq!(answers.len(), 2, "{answers:?}");
+        assert!(
+            asked.elapsed() < Duration::from_secs(2),
+            "the ready answers waited {:?} for the stalled one",
+            asked.elapsed()
+        );
+    }
+
+    #[tokio::test]
     async fn sealed_bodies_arrive_whole_and_in_order_whether_sent_by_sendfile_or_copied() {
         assert!(
             SEALED.file().is_some(),
             "this kernel makes sealed memfds, so `/sealed` takes `sendfile`"
         );
-        const { assert!(200_000 <= super::super::writes::MAX_SENDFILE_BODY) };
-        assert!(SEALED.len() > super::super::writes::MAX_SENDFILE_BODY);
+        assert!(LARGE.file().is_none());
         let (addr, _stop, _server) = server().await;
         let (mut stream, answers) = ask(
             addr,
             b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n\
               GET /sealed HTTP/1.1\r\nHost: x\r\n\r\n\
               GET /b HTTP/1.1\r\nHost: x\r\n\r\n\
-              GET /sealed-all HTTP/1.1\r\nHost: x\r\n\r\n\
+              GET /sealed-large HTTP/1.1\r\nHost: x\r\n\r\n\
+              GET /sealed-small HTTP/1.1\r\nHost: x\r\n\r\n\
               GET /sealed HTTP/1.1\r\nHost: x\r\n\r\n",
-            5,
+            6,
         )
         .await;
-        assert_eq!(answers.len(), 5, "{answers:?}");
+        assert_eq!(answers.len(), 6, "{answers:?}");
         let whole = pattern(600_000);
         assert!(answers[0].head.contains("location: http://up/a\r\n"));
         assert!(answers[1].head.contains("content-length: 200000\r\n"));
@@ -585,7 +628,8 @@ mod tests {
         );
         assert!(answers[2].head.contains("location: http://up/b\r\n"));
         assert!(answers[3].body == whole, "the copied body");
-        assert!(answers[4].body == whole[1000..201_000]);
+        assert!(answers[4].body == whole[5..10_005], "the small slice");
+        assert!(answers[5].body == whole[1000..201_000]);
         // Nothing more came.
         let mut more = [0u8; 1];
         let extra = tokio::time::timeout(Duration::from_millis(200), stream.read(&mut more)).await;

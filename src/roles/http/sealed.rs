@@ -1,11 +1,13 @@
 //! Bytes a server sends again and again (a content server's cached chunks), kept in a sealed
 //! memfd that is mapped read-only: the same pages are `Bytes` for everything that wants a
-//! slice (HTTP/2, ranges, small answers) and a file that `sendfile` hands to the socket
-//! without copying them, as nginx sends its static files. The seals (no write, shrink or
-//! grow, no further seals) make the pages immutable for as long as any socket refers to them.
+//! slice (HTTP/2, ranges, small answers) and a file that the HTTP/1.1 fast path hands to the
+//! socket by `sendfile` without copying them, as nginx sends its static files. The seals (no
+//! write, shrink or grow, no further seals) make the pages immutable for as long as any socket
+//! refers to them.
 //!
-//! Where a memfd cannot be had (an old kernel, a seccomp filter), the bytes live on the heap
-//! and are sent by copy, as before.
+//! Only bytes of a size the fast path sends by `sendfile` (`writes::sent_by_sendfile`) get a
+//! memfd: each holds a descriptor and whole pages. Others, and any where a memfd cannot be had
+//! (out of descriptors, an old kernel, a seccomp filter), live on the heap and are copied.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -13,6 +15,8 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::Arc;
 
 use bytes::Bytes;
+
+use super::writes::sent_by_sendfile;
 
 /// Immutable bytes, and when the kernel allowed it the sealed memfd they are mapped from.
 #[derive(Debug, Clone)]
@@ -25,10 +29,11 @@ pub struct Sealed {
 }
 
 impl Sealed {
-    /// `bytes` moved into a sealed memfd where possible, else kept on the heap.
+    /// `bytes` moved into a sealed memfd where that is possible and worth it (see the module's
+    /// doc), else kept on the heap.
     pub fn new(bytes: Vec<u8>) -> Sealed {
-        if bytes.is_empty() {
-            return Sealed::on_heap(Bytes::new());
+        if !sent_by_sendfile(bytes.len()) {
+            return Sealed::on_heap(bytes.into());
         }
         match sealed_memfd(&bytes) {
             Ok((file, mapping)) => Sealed {
@@ -167,7 +172,7 @@ mod tests {
 
     #[test]
     fn bytes_are_kept_in_a_sealed_memfd_that_their_slices_share() {
-        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
         let sealed = Sealed::new(bytes.clone());
         assert_eq!(&sealed.bytes()[..], &bytes[..]);
         let (file, offset) = sealed.file().expect("this kernel makes sealed memfds");
@@ -203,9 +208,16 @@ mod tests {
     }
 
     #[test]
-    fn nothing_needs_no_memfd() {
-        let empty = Sealed::new(Vec::new());
-        assert!(empty.is_empty());
-        assert!(empty.file().is_none());
+    fn only_sizes_sent_by_sendfile_get_a_memfd() {
+        for (len, memfd) in [
+            (0, false),
+            (16 * 1024, false),
+            (16 * 1024 + 1, true),
+            (600_000, false),
+        ] {
+            let sealed = Sealed::new(vec![1u8; len]);
+            assert_eq!(sealed.len(), len);
+            assert_eq!(sealed.file().is_some(), memfd, "{len} bytes");
+        }
     }
 }

@@ -17,12 +17,19 @@ use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use super::body::Body;
+use super::head_only::MAX_COPIED_BODY;
 
 /// The largest body sent by `sendfile`; larger ones are copied. Measured on loopback against
 /// the copy (BENCHMARKS.md, http): `sendfile` from a memfd served 100 KB and 500 KB chunks
 /// faster under both CUBIC and BBR, but 1 MB ones at less than half the rate under BBR and
 /// 2 MB ones slower under both.
 pub(super) const MAX_SENDFILE_BODY: usize = 512 * 1024;
+
+/// Whether a body of `len` bytes in a sealed memfd goes out by `sendfile` (smaller ones are
+/// copied in with their heads, larger ones copied from memory).
+pub(super) fn sent_by_sendfile(len: usize) -> bool {
+    len > MAX_COPIED_BODY && len <= MAX_SENDFILE_BODY
+}
 
 /// Writes on one connection, bounded by its idle timer.
 pub(super) struct Writer<'a, 't> {
@@ -56,7 +63,7 @@ impl<'a, 't> Writer<'a, 't> {
         let written = match body {
             Body::Bytes(Some(bytes)) => self.write_all(output, &bytes).await,
             Body::Sealed(Some(sealed)) => match sealed.file() {
-                Some((file, offset)) if sealed.len() <= MAX_SENDFILE_BODY => {
+                Some((file, offset)) if sent_by_sendfile(sealed.len()) => {
                     match self.send_more(output).await {
                         Ok(()) => self.send_file(file, offset, sealed.len()).await,
                         Err(e) => Err(e),
