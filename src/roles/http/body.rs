@@ -88,6 +88,15 @@ impl Body {
         }
     }
 
+    /// All of the body's bytes, when they are in memory.
+    pub fn in_memory(&self) -> Option<&[u8]> {
+        match self {
+            Body::Bytes(Some(bytes)) => Some(bytes),
+            Body::Sealed(Some(sealed)) => Some(sealed.bytes()),
+            _ => None,
+        }
+    }
+
     /// The number of bytes still to come.
     pub fn len(&self) -> u64 {
         match self {

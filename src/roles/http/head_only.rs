@@ -283,19 +283,14 @@ fn encode(
         output.extend_from_slice(b"\r\n");
     }
     output.extend_from_slice(b"\r\n");
-    match body {
-        _ if head_only => None,
-        Body::Empty | Body::Bytes(None) | Body::Sealed(None) => None,
-        Body::Bytes(Some(bytes)) if bytes.len() <= MAX_COPIED_BODY => {
-            output.extend_from_slice(&bytes);
-            None
-        }
-        Body::Sealed(Some(sealed)) if sealed.len() <= MAX_COPIED_BODY => {
-            output.extend_from_slice(sealed.bytes());
-            None
-        }
-        sent_apart => Some(sent_apart),
+    if head_only || body.is_empty() {
+        return None;
     }
+    if let Some(bytes) = body.in_memory().filter(|b| b.len() <= MAX_COPIED_BODY) {
+        output.extend_from_slice(bytes);
+        return None;
+    }
+    Some(body)
 }
 
 /// The `Date` field's value, formatted once per second.

@@ -60,21 +60,22 @@ impl<'a, 't> Writer<'a, 't> {
 
     /// Writes and clears `output`, then sends `body`.
     pub(super) async fn flush_with(&mut self, output: &mut Vec<u8>, body: Body) -> io::Result<()> {
-        let written = match body {
-            Body::Bytes(Some(bytes)) => self.write_all(output, &bytes).await,
-            Body::Sealed(Some(sealed)) => match sealed.file() {
-                Some((file, offset)) if sent_by_sendfile(sealed.len()) => {
-                    match self.send_more(output).await {
-                        Ok(()) => self.send_file(file, offset, sealed.len()).await,
-                        Err(e) => Err(e),
-                    }
-                }
-                _ => self.write_all(output, sealed.bytes()).await,
-            },
-            body => match self.write_all(output, &[]).await {
+        let sendfile = match &body {
+            Body::Sealed(Some(sealed)) if sent_by_sendfile(sealed.len()) => sealed.file(),
+            _ => None,
+        };
+        let written = if let Some((file, offset)) = sendfile {
+            match self.send_more(output).await {
+                Ok(()) => self.send_file(file, offset, body.len()).await,
+                Err(e) => Err(e),
+            }
+        } else if let Some(bytes) = body.in_memory() {
+            self.write_all(output, bytes).await
+        } else {
+            match self.write_all(output, &[]).await {
                 Ok(()) => self.send_frames(body).await,
                 Err(e) => Err(e),
-            },
+            }
         };
         output.clear();
         written
@@ -132,11 +133,11 @@ impl<'a, 't> Writer<'a, 't> {
 
     /// Sends `len` bytes of `file` from `offset` by `sendfile`: the socket refers to the
     /// file's pages instead of copying them.
-    async fn send_file(&mut self, file: &File, offset: u64, len: usize) -> io::Result<()> {
+    async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<()> {
         let socket = self.stream.as_raw_fd();
         let (Ok(mut offset), Ok(end)) = (
             libc::off_t::try_from(offset),
-            libc::off_t::try_from(offset + len as u64),
+            libc::off_t::try_from(offset.saturating_add(len)),
         ) else {
             return Err(io::ErrorKind::InvalidInput.into());
         };
