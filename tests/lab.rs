@@ -867,6 +867,62 @@ endpoints = ["client", "server"]
     );
 }
 
+/// `bench http`'s namespaces: each gets the congestion control it is made for (a TCP
+/// connection opened inside uses it), is gone once dropped, and the machine's list of
+/// congestion controls namespaces may choose is as it was (the bench widens it for its run
+/// when the machine allows only its own default). CUBIC is built into every Linux kernel,
+/// so at least that one is measured.
+fn bench_http_namespaces_set_their_congestion_control_and_restore_the_machines() {
+    use cdnlab::bench::http::own_netns::{OwnNetns, Unavailable, CONGESTION_CONTROLS};
+    let allowed =
+        || std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap();
+    let before = allowed();
+    let mut measured = Vec::new();
+    for congestion in CONGESTION_CONTROLS {
+        let netns = match OwnNetns::create(congestion) {
+            Ok(netns) => netns,
+            Err(Unavailable::Congestion(why)) => {
+                eprintln!("{congestion} not on this kernel: {why}");
+                continue;
+            }
+            Err(Unavailable::Failed(e)) => panic!("{congestion}: {e}"),
+        };
+        let name = netns.name().to_string();
+        let used = netns.run(|| Ok(connected_congestion_control())).unwrap();
+        assert_eq!(used, congestion, "a connection inside {name}");
+        drop(netns);
+        assert!(
+            !std::path::Path::new("/run/netns").join(&name).exists(),
+            "{name} left behind"
+        );
+        assert_eq!(allowed(), before, "after {congestion}");
+        measured.push(congestion);
+    }
+    assert!(measured.contains(&"cubic"), "measured only {measured:?}");
+}
+
+/// The congestion control of a loopback TCP connection made on this thread.
+fn connected_congestion_control() -> String {
+    use std::os::fd::AsRawFd;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let stream = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let mut name = [0u8; 16];
+    let mut len = name.len() as libc::socklen_t;
+    // SAFETY: the buffer and its length are valid for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    let name = &name[..len as usize];
+    String::from_utf8_lossy(name.split(|&b| b == 0).next().unwrap_or(name)).into_owned()
+}
+
 /// A lab's needs, and `setpriv` (util-linux) to run cdnlab as nobody.
 const LAB_AS_NOBODY: Needs = Needs::root(&["ip", "iptables-legacy", "setpriv"]);
 
@@ -883,6 +939,8 @@ tests!(
         sweep_resume_runs_only_what_did_not_finish;
     Needs::root(&["ip", "iptables-legacy", "ping"]) =>
         plain_ping_shows_the_configured_round_trip;
+    Needs::root(&["ip"]) =>
+        bench_http_namespaces_set_their_congestion_control_and_restore_the_machines;
     Needs::root(&["ip", "iptables-legacy", "ping", "tc"]) =>
         kernel_counters_are_what_tc_shows;
     Needs::root(&["ip", "iptables-legacy", "ping", "tcpdump"]) =>

@@ -77,25 +77,29 @@ pub fn ip_batch(netns: Option<&str>, lines: &[String]) -> Result<()> {
 
 /// Runs `f` on a thread that has entered network namespace `netns` (by its /run/netns name),
 /// so sockets it opens and /proc/sys/net files it writes belong to that namespace.
-pub fn in_netns<T: Send + 'static>(
-    netns: &str,
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
+/// Processes it starts are born there too. The thread is scoped, so `f` may borrow.
+pub fn in_netns<T: Send>(netns: &str, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
     let path = format!("/run/netns/{netns}");
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).map_err(|e| Error(format!("{path}: {e}")))?;
-        // SAFETY: setns on a valid descriptor affects only this thread, which ends after `f`.
-        let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&file), libc::CLONE_NEWNET) };
-        if rc != 0 {
-            return err(format!(
-                "cannot enter namespace {path}: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        f()
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                let file = std::fs::File::open(&path).map_err(|e| Error(format!("{path}: {e}")))?;
+                // SAFETY: setns on a valid descriptor affects only this thread, which ends
+                // after `f`.
+                let rc = unsafe {
+                    libc::setns(std::os::fd::AsRawFd::as_raw_fd(&file), libc::CLONE_NEWNET)
+                };
+                if rc != 0 {
+                    return err(format!(
+                        "cannot enter namespace {path}: {}",
+                        std::io::Error::last_os_error()
+                    ));
+                }
+                f()
+            })
+            .join()
+            .map_err(|_| Error(format!("the thread working in {netns} panicked")))?
     })
-    .join()
-    .map_err(|_| Error(format!("the thread working in {netns} panicked")))?
 }
 
 /// Writes a sysctl of the current thread's namespace (`net/ipv4/ip_forward` form).

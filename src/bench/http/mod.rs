@@ -1,6 +1,8 @@
 //! `bench http`: our content server (`ucs`) and request router (`urr`) against nginx, on
 //! loopback, under the same load from wrk: segment GETs per second for 100 KB, 500 KB and 2 MB
-//! objects (synthetic payloads and files from a media directory) and 302s per second.
+//! objects (synthetic payloads and files from a media directory) and 302s per second. Every
+//! row is measured twice, under CUBIC and under BBR, each in a network namespace of its own
+//! whose default congestion control the bench sets (`own_netns`).
 //!
 //! Fairness: every server gets the same CPU budget — one worker (nginx `worker_processes 1`,
 //! our roles' tokio runtime with `TOKIO_WORKER_THREADS=1`, which `roles::main` runs on tokio's
@@ -14,6 +16,7 @@ mod client;
 mod cpu_usage;
 mod nginx;
 mod objects;
+pub mod own_netns;
 mod pinning;
 mod report;
 mod role_servers;
@@ -25,9 +28,10 @@ mod wrk;
 use std::path::Path;
 
 use super::{progress, BenchOptions, Report};
-use crate::lab::{interrupt, sys, Result};
+use crate::lab::{interrupt, sys, Error, Result};
 use client::{check_answer, Expect};
 use objects::{segment_path, size_label, write_media, OBJECTS};
+use own_netns::{OwnNetns, Unavailable, CONGESTION_CONTROLS};
 use report::{Effort, Row};
 use role_servers::{ucs_config, urr_config};
 use tools::Tools;
@@ -57,13 +61,42 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
     let work = WorkDir::create("http")?;
     let media = write_media(&work)?;
     let pinning = Pinning::choose(&tools);
-    progress("http: starting nginx, ucs (synthetic), ucs (media_dir), urr");
-    let servers = Servers::start(&tools, &pinning, &work, &media)?;
     let mut rows = Vec::new();
-    for case in servers.cases() {
-        rows.push(measure(&tools, &pinning, &case, &effort)?);
+    let mut unavailable = Vec::new();
+    for congestion in CONGESTION_CONTROLS {
+        let netns = match OwnNetns::create(congestion) {
+            Ok(netns) => netns,
+            Err(Unavailable::Congestion(why)) => {
+                unavailable.push(format!("{congestion} ({why})"));
+                continue;
+            }
+            Err(Unavailable::Failed(e)) => return Err(e),
+        };
+        rows.extend(netns.run(|| {
+            progress(format!(
+                "http, {congestion}: starting nginx, ucs (synthetic), ucs (media_dir), urr"
+            ));
+            let servers = Servers::start(&tools, &pinning, &work, &media)?;
+            servers
+                .cases()
+                .iter()
+                .map(|case| measure(&tools, &pinning, case, &effort, congestion))
+                .collect::<Result<Vec<Row>>>()
+        })?);
     }
-    Ok(report::report(&rows, &effort, &pinning, &tools))
+    if rows.is_empty() {
+        return Err(Error(format!(
+            "bench http: no congestion control could be set: {}",
+            unavailable.join("; ")
+        )));
+    }
+    Ok(report::report(
+        &rows,
+        &effort,
+        &pinning,
+        &tools,
+        &unavailable,
+    ))
 }
 
 /// Every server under test, up and accepting connections.
@@ -149,7 +182,13 @@ struct Case<'a> {
 }
 
 /// Checks both servers' answer to the case's path, then loads each in turn, round after round.
-fn measure(tools: &Tools, pinning: &Pinning, case: &Case, effort: &Effort) -> Result<Row> {
+fn measure(
+    tools: &Tools,
+    pinning: &Pinning,
+    case: &Case,
+    effort: &Effort,
+    congestion: &'static str,
+) -> Result<Row> {
     interrupt::check()?;
     check_answer(case.nginx.1, &case.path, &case.expect, "nginx")?;
     check_answer(case.ours.1, &case.path, &case.expect, case.ours.0.name)?;
@@ -164,13 +203,14 @@ fn measure(tools: &Tools, pinning: &Pinning, case: &Case, effort: &Effort) -> Re
         ] {
             interrupt::check()?;
             progress(format!(
-                "http: {}: {}, {seconds} s, round {round} of {rounds}",
+                "http, {congestion}: {}: {}, {seconds} s, round {round} of {rounds}",
                 case.label, server.name
             ));
             runs.push(load(tools, pinning, server, port, &case.path, seconds)?);
         }
     }
     Ok(Row {
+        congestion,
         label: case.label.clone(),
         ours_name: case.ours.0.name,
         nginx_spread: spread(&theirs),

@@ -2,6 +2,7 @@
 
 use super::nginx::FAST_STATIC_SETUP;
 use super::objects::{size_label, OBJECTS};
+use super::own_netns::CONGESTION_CONTROLS;
 use super::pinning::Pinning;
 use super::tools::Tools;
 use super::wrk::{Load, WRK_CONNECTIONS, WRK_THREADS};
@@ -20,6 +21,8 @@ pub(super) struct Effort {
 
 /// One case measured: the medians of its rounds and their spread.
 pub(super) struct Row {
+    /// The TCP congestion control of the row's namespace.
+    pub(super) congestion: &'static str,
     pub(super) label: String,
     /// The cdnlab server's name.
     pub(super) ours_name: &'static str,
@@ -50,11 +53,18 @@ fn ratio_text(ratio: f64) -> String {
         .unwrap_or_else(|| format!("{ratio:.6}"))
 }
 
-pub(super) fn report(rows: &[Row], effort: &Effort, pinning: &Pinning, tools: &Tools) -> Report {
+/// The report of `rows`; `unavailable` names the congestion controls this kernel lacks.
+pub(super) fn report(
+    rows: &[Row],
+    effort: &Effort,
+    pinning: &Pinning,
+    tools: &Tools,
+    unavailable: &[String],
+) -> Report {
     Report {
         name: "http",
         title: "HTTP serving vs nginx".into(),
-        setup: setup(effort, pinning, tools),
+        setup: setup(effort, pinning, tools, unavailable),
         table: table(rows),
         target: format!("≥ {TARGET_RATIO:.1} × nginx's requests per second in every row."),
         verdict: verdict(rows),
@@ -63,6 +73,7 @@ pub(super) fn report(rows: &[Row], effort: &Effort, pinning: &Pinning, tools: &T
 
 fn table(rows: &[Row]) -> Table {
     let mut table = Table::new(&[
+        "TCP",
         "object",
         "nginx req/s",
         "cdnlab req/s",
@@ -75,6 +86,7 @@ fn table(rows: &[Row]) -> Table {
     for row in rows {
         let (theirs, ours) = (&row.nginx, &row.ours);
         table.push(vec![
+            row.congestion.to_string(),
             row.label.clone(),
             format!("{:.0}{}", theirs.requests_per_s, row.nginx_spread),
             format!("{:.0}{}", ours.requests_per_s, row.ours_spread),
@@ -97,7 +109,14 @@ fn verdict(rows: &[Row]) -> Verdict {
     let below: Vec<String> = rows
         .iter()
         .filter(|row| row.ratio().is_nan() || row.ratio() < TARGET_RATIO)
-        .map(|row| format!("{}: {}", row.label, ratio_text(row.ratio())))
+        .map(|row| {
+            format!(
+                "{}, {}: {}",
+                row.congestion,
+                row.label,
+                ratio_text(row.ratio())
+            )
+        })
         .collect();
     let (low, high) = rows
         .iter()
@@ -116,9 +135,9 @@ fn verdict(rows: &[Row]) -> Verdict {
     }
 }
 
-fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools) -> Vec<String> {
+fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools, unavailable: &[String]) -> Vec<String> {
     let Effort { seconds, rounds } = effort;
-    vec![
+    let mut lines = vec![
         format!(
             "Loopback, HTTP/1.1 keep-alive: `wrk -t{WRK_THREADS} -c{WRK_CONNECTIONS} -d{seconds}s` \
              against each server in turn, {rounds} round(s) alternating between them; \
@@ -142,16 +161,28 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools) -> Vec<String> {
          the server's core, not wrk, was the bottleneck."
             .into(),
         format!(
-            "TCP congestion control: {} (the machine's default; it changes these numbers: \
-             BBR paces loopback flows, and slowed `sendfile` senders most).",
-            congestion_control()
+            "TCP column: every row runs under {}, each in a network namespace of its own \
+             (loopback only, `cdnlab-bench-http.NAME`) whose default congestion control the \
+             bench sets, so the machine's own default ({}) does not enter; one the machine \
+             does not allow namespaces to choose is added to net.ipv4.tcp_allowed_congestion_control \
+             for the run and the list restored after. The choice changes these numbers: BBR paces \
+             loopback flows, and slows `sendfile` senders most.",
+            CONGESTION_CONTROLS.join(" and "),
+            machine_congestion_control()
         ),
         format!("{} and wrk from the machine's packages.", tools.nginx_version),
-    ]
+    ];
+    if !unavailable.is_empty() {
+        lines.push(format!(
+            "Not measured, this kernel lacks the congestion control: {}.",
+            unavailable.join("; ")
+        ));
+    }
+    lines
 }
 
-/// The congestion control new TCP connections get here.
-fn congestion_control() -> String {
+/// The congestion control new TCP connections get in the machine's own namespace.
+fn machine_congestion_control() -> String {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
         .map_or_else(|_| "unknown".into(), |name| name.trim().to_string())
 }
