@@ -903,24 +903,9 @@ fn bench_http_namespaces_set_their_congestion_control_and_restore_the_machines()
 
 /// The congestion control of a loopback TCP connection made on this thread.
 fn connected_congestion_control() -> String {
-    use std::os::fd::AsRawFd;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let stream = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let mut name = [0u8; 16];
-    let mut len = name.len() as libc::socklen_t;
-    // SAFETY: the buffer and its length are valid for the call.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
-    let name = &name[..len as usize];
-    String::from_utf8_lossy(name.split(|&b| b == 0).next().unwrap_or(name)).into_owned()
+    cdnlab::roles::http::congestion_control(&stream).unwrap()
 }
 
 /// A lab's needs, and `setpriv` (util-linux) to run cdnlab as nobody.

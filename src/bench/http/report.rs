@@ -146,7 +146,7 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools, unavailable: &[Strin
         ),
         format!(
             "Objects: segment 0 of a 2 s video at {}. nginx serves them as static files ({FAST_STATIC_SETUP}); `ucs` serves \
-             synthetic payloads generated once and kept in a sealed memfd, or (media_dir rows) the same files, kept so once read; it sends bodies of up to 512 KiB from there by sendfile, larger ones by copy.",
+             synthetic payloads generated once and kept in a sealed memfd (up to 1 MiB) or a read-only file of 2 MiB folios (larger), or (media_dir rows) the same files, kept so once read; it sends them by sendfile, but bodies above 512 KiB by copy on connections BBR paces.",
             objects_described()
         ),
         "302 row: nginx `return 302 http://127.0.0.1:PORT$request_uri;` against `urr` with \

@@ -1,6 +1,6 @@
 //! Response bodies that never hold a whole segment: synthetic payloads generated chunk by chunk,
 //! files read chunk by chunk, or bytes already in memory (manifests, cached copies, those in a
-//! sealed memfd), at once or paced over a set time.
+//! sealed memfd or read-only file), at once or paced over a set time.
 
 use std::io::{self, SeekFrom};
 use std::pin::Pin;
@@ -23,8 +23,9 @@ pub enum Body {
     Empty,
     /// In-memory bytes, sent as one frame.
     Bytes(Option<Bytes>),
-    /// In-memory bytes, which may be mapped from a sealed memfd: the HTTP/1.1 fast path
-    /// (`writes`) then sends them by `sendfile`; elsewhere one frame, as `Bytes`.
+    /// In-memory bytes, which may be mapped from a sealed memfd or read-only file: the
+    /// HTTP/1.1 fast path (`writes`) then may send them by `sendfile`; elsewhere one frame, as
+    /// `Bytes`.
     Sealed(Option<Sealed>),
     /// `remaining` bytes of a synthetic payload from `offset` on.
     Synthetic {

@@ -388,7 +388,9 @@ mod tests {
     use crate::roles::http::sealed::Sealed;
     use crate::roles::http::semantics::{redirect, refuse_method, target};
     use crate::roles::http::serve::serve_head_only_idle;
-    use crate::roles::http::test_clients::{closed_within, trickle_until_closed};
+    use crate::roles::http::test_clients::{
+        closed_within, set_congestion_control, trickle_until_closed,
+    };
     use crate::roles::http::ServeOptions;
 
     const IDLE: Duration = Duration::from_millis(400);
@@ -397,9 +399,10 @@ mod tests {
     static SEALED: std::sync::LazyLock<Sealed> =
         std::sync::LazyLock::new(|| Sealed::new(pattern(400_000)));
 
-    /// 600 000 bytes of the pattern, too large for `sendfile`: on the heap.
+    /// 2 000 000 bytes of the pattern: in a file of large folios as root (else on the heap),
+    /// sent by `sendfile` or copied as the connection's congestion control decides.
     static LARGE: std::sync::LazyLock<Sealed> =
-        std::sync::LazyLock::new(|| Sealed::new(pattern(600_000)));
+        std::sync::LazyLock::new(|| Sealed::new(pattern(2_000_000)));
 
     fn pattern(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i % 251) as u8).collect()
@@ -408,7 +411,7 @@ mod tests {
     /// What the test server answers: 302 to `http://up/` + the target; `/big` a 200 KB
     /// synthetic body (not in memory); `/bytes` a 100 KB body in memory; `/sealed` 200 KB of
     /// `SEALED` from byte 1000 (sent by `sendfile`), `/sealed-small` 10 KB of it from byte 5
-    /// (copied in with its head), `/sealed-large` all of `LARGE` (copied); other methods 405.
+    /// (copied in with its head), `/sealed-large` all of `LARGE`; other methods 405.
     fn answer(request: &Request<()>) -> Response<Body> {
         if let Some(refused) = refuse_method(request.method()) {
             return refused;
@@ -437,7 +440,17 @@ mod tests {
         oneshot::Sender<()>,
         tokio::task::JoinHandle<io::Result<()>>,
     ) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        server_with(TcpListener::bind("127.0.0.1:0").await.unwrap())
+    }
+
+    /// The test server on `listener`.
+    fn server_with(
+        listener: TcpListener,
+    ) -> (
+        SocketAddr,
+        oneshot::Sender<()>,
+        tokio::task::JoinHandle<io::Result<()>>,
+    ) {
         let addr = listener.local_addr().unwrap();
         let handler = Arc::new(|request: Request<()>| async move {
             if request.uri().path().starts_with("/slow") {
@@ -594,41 +607,54 @@ mod tests {
         );
     }
 
+    /// Under reno and (where the kernel lets the test choose it) BBR, whose connections copy
+    /// what others send by `sendfile` from a file of large folios.
     #[tokio::test]
     async fn sealed_bodies_arrive_whole_and_in_order_whether_sent_by_sendfile_or_copied() {
         assert!(
             SEALED.file().is_some(),
             "this kernel makes sealed memfds, so `/sealed` takes `sendfile`"
         );
-        assert!(LARGE.file().is_none());
-        let (addr, _stop, _server) = server().await;
-        let (mut stream, answers) = ask(
-            addr,
-            b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n\
-              GET /sealed HTTP/1.1\r\nHost: x\r\n\r\n\
-              GET /b HTTP/1.1\r\nHost: x\r\n\r\n\
-              GET /sealed-large HTTP/1.1\r\nHost: x\r\n\r\n\
-              GET /sealed-small HTTP/1.1\r\nHost: x\r\n\r\n\
-              GET /sealed HTTP/1.1\r\nHost: x\r\n\r\n",
-            6,
-        )
-        .await;
-        assert_eq!(answers.len(), 6, "{answers:?}");
-        let whole = pattern(600_000);
-        assert!(answers[0].head.contains("location: http://up/a\r\n"));
-        assert!(answers[1].head.contains("content-length: 200000\r\n"));
-        assert!(
-            answers[1].body == whole[1000..201_000],
-            "the slice from byte 1000"
-        );
-        assert!(answers[2].head.contains("location: http://up/b\r\n"));
-        assert!(answers[3].body == whole, "the copied body");
-        assert!(answers[4].body == whole[5..10_005], "the small slice");
-        assert!(answers[5].body == whole[1000..201_000]);
-        // Nothing more came.
-        let mut more = [0u8; 1];
-        let extra = tokio::time::timeout(Duration::from_millis(200), stream.read(&mut more)).await;
-        assert!(extra.is_err(), "bytes after the last answer: {extra:?}");
+        for congestion in ["reno", "bbr"] {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            // Accepted connections take the listener's congestion control.
+            if set_congestion_control(&listener, congestion).is_err() {
+                assert_eq!(congestion, "bbr", "reno is always allowed");
+                continue;
+            }
+            let (addr, _stop, _server) = server_with(listener);
+            let (mut stream, answers) = ask(
+                addr,
+                b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n\
+                  GET /sealed HTTP/1.1\r\nHost: x\r\n\r\n\
+                  GET /b HTTP/1.1\r\nHost: x\r\n\r\n\
+                  GET /sealed-large HTTP/1.1\r\nHost: x\r\n\r\n\
+                  GET /sealed-small HTTP/1.1\r\nHost: x\r\n\r\n\
+                  GET /sealed HTTP/1.1\r\nHost: x\r\n\r\n",
+                6,
+            )
+            .await;
+            assert_eq!(answers.len(), 6, "{congestion}: {answers:?}");
+            let whole = pattern(2_000_000);
+            assert!(answers[0].head.contains("location: http://up/a\r\n"));
+            assert!(answers[1].head.contains("content-length: 200000\r\n"));
+            assert!(
+                answers[1].body == whole[1000..201_000],
+                "{congestion}: the slice from byte 1000"
+            );
+            assert!(answers[2].head.contains("location: http://up/b\r\n"));
+            assert!(answers[3].body == whole, "{congestion}: the large body");
+            assert!(answers[4].body == whole[5..10_005], "the small slice");
+            assert!(answers[5].body == whole[1000..201_000]);
+            // Nothing more came.
+            let mut more = [0u8; 1];
+            let extra =
+                tokio::time::timeout(Duration::from_millis(200), stream.read(&mut more)).await;
+            assert!(
+                extra.is_err(),
+                "{congestion}: bytes after the last answer: {extra:?}"
+            );
+        }
     }
 
     #[tokio::test]

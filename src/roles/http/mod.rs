@@ -3,8 +3,10 @@
 //! a client's errors read.
 
 pub mod body;
+mod congestion;
 mod error_causes;
 mod head_only;
+mod large_folios;
 pub mod paced;
 mod running;
 pub mod sealed;
@@ -15,6 +17,7 @@ mod test_clients;
 mod writes;
 
 pub use body::Body;
+pub use congestion::congestion_control;
 pub use error_causes::describe;
 pub use head_only::HeadHandler;
 pub use running::{serve_until_stopped, spawn_head_only, spawn_http, Running};

@@ -5,9 +5,12 @@
 //! write, shrink or grow, no further seals) make the pages immutable for as long as any socket
 //! refers to them.
 //!
-//! Only bytes of a size the fast path sends by `sendfile` (`writes::sent_by_sendfile`) get a
-//! memfd: each holds a descriptor and whole pages. Others, and any where a memfd cannot be had
-//! (out of descriptors, an old kernel, a seccomp filter), live on the heap and are copied.
+//! Only bytes the fast path may send by `sendfile` (above `MAX_COPIED_BODY`) get a file: each
+//! holds a descriptor and whole pages. Up to `MAX_MEMFD_BYTES` that is a memfd; larger ones go
+//! to a file of 2 MiB folios (`large_folios`), read-only and unnamed rather than sealed, since a
+//! memfd's 4 KiB pages made them slower by `sendfile` than by copy. Others, and any where no
+//! such file can be had (out of descriptors, an old kernel, a seccomp filter, no
+//! `CAP_SYS_ADMIN` for the folios' tmpfs), live on the heap and are copied.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -16,12 +19,18 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::writes::sent_by_sendfile;
+use super::head_only::MAX_COPIED_BODY;
+use super::large_folios;
 
-/// Immutable bytes, and when the kernel allowed it the sealed memfd they are mapped from.
+/// The largest bytes kept in a memfd; larger ones go to 2 MiB folios, which waste less than
+/// half their memory from here on (a 1 MiB chunk in one 2 MiB folio).
+const MAX_MEMFD_BYTES: usize = 1024 * 1024;
+
+/// Immutable bytes, and when the kernel allowed it the sealed memfd or read-only file they
+/// are mapped from.
 #[derive(Debug, Clone)]
 pub struct Sealed {
-    /// The bytes: all of the memfd's mapping, or a slice of it from `offset`.
+    /// The bytes: all of the file's mapping, or a slice of it from `offset`.
     bytes: Bytes,
     file: Option<Arc<File>>,
     /// Where `bytes` starts in `file`.
@@ -29,20 +38,27 @@ pub struct Sealed {
 }
 
 impl Sealed {
-    /// `bytes` moved into a sealed memfd where that is possible and worth it (see the module's
-    /// doc), else kept on the heap.
+    /// `bytes` moved into a sealed memfd or a read-only file of large folios where that is
+    /// possible and worth it (see the module's doc), else kept on the heap.
     pub fn new(bytes: Vec<u8>) -> Sealed {
-        if !sent_by_sendfile(bytes.len()) {
+        if bytes.len() <= MAX_COPIED_BODY {
             return Sealed::on_heap(bytes.into());
         }
-        match sealed_memfd(&bytes) {
+        let file = if bytes.len() <= MAX_MEMFD_BYTES {
+            sealed_memfd(&bytes)
+        } else {
+            large_folios::read_only_file(&bytes)
+        };
+        match file.and_then(|file| Mapping::new(&file, bytes.len()).map(|map| (file, map))) {
             Ok((file, mapping)) => Sealed {
                 bytes: Bytes::from_owner(mapping),
                 file: Some(Arc::new(file)),
                 offset: 0,
             },
             Err(e) => {
-                tracing::debug!("no sealed memfd ({e}): the bytes stay on the heap and are copied");
+                tracing::debug!(
+                    "no file for the bytes ({e}): they stay on the heap and are copied"
+                );
                 Sealed::on_heap(bytes.into())
             }
         }
@@ -69,7 +85,7 @@ impl Sealed {
         self.bytes.is_empty()
     }
 
-    /// The memfd and where these bytes start in it, if they are in one.
+    /// The file and where these bytes start in it, if they are in one.
     pub fn file(&self) -> Option<(&File, u64)> {
         self.file.as_deref().map(|file| (file, self.offset))
     }
@@ -84,8 +100,8 @@ impl Sealed {
     }
 }
 
-/// A sealed memfd holding `bytes`, and a read-only mapping of it.
-fn sealed_memfd(bytes: &[u8]) -> io::Result<(File, Mapping)> {
+/// A sealed memfd holding `bytes`.
+fn sealed_memfd(bytes: &[u8]) -> io::Result<File> {
     // SAFETY: a NUL-terminated name and plain flags; the result is checked.
     let fd = unsafe {
         libc::memfd_create(
@@ -100,8 +116,7 @@ fn sealed_memfd(bytes: &[u8]) -> io::Result<(File, Mapping)> {
     let mut file = unsafe { File::from_raw_fd(fd) };
     file.write_all(bytes)?;
     seal(&file)?;
-    let mapping = Mapping::new(&file, bytes.len())?;
-    Ok((file, mapping))
+    Ok(file)
 }
 
 /// Seals `file`: its size and contents can no longer change, nor its seals.
@@ -120,7 +135,8 @@ struct Mapping {
     len: usize,
 }
 
-// SAFETY: read-only memory that nobody writes (the memfd is sealed against writes).
+// SAFETY: read-only memory that nobody writes (a memfd sealed against writes, or a file with
+// no writable descriptor left).
 unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
@@ -208,16 +224,37 @@ mod tests {
     }
 
     #[test]
-    fn only_sizes_sent_by_sendfile_get_a_memfd() {
+    fn sizes_copied_with_their_heads_get_no_memfd_and_larger_ones_a_folio_file() {
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
         for (len, memfd) in [
             (0, false),
             (16 * 1024, false),
             (16 * 1024 + 1, true),
-            (600_000, false),
+            (600_000, true),
+            (MAX_MEMFD_BYTES, true),
         ] {
             let sealed = Sealed::new(vec![1u8; len]);
             assert_eq!(sealed.len(), len);
             assert_eq!(sealed.file().is_some(), memfd, "{len} bytes");
+            if let Some((file, _)) = sealed.file() {
+                // SAFETY: fcntl on an open descriptor.
+                let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+                assert!(seals & libc::F_SEAL_WRITE != 0, "{len} bytes: not sealed");
+            }
+        }
+        // Above a memfd's sizes: a read-only file of large folios, made where the mount is
+        // allowed (root), else the heap.
+        let bytes: Vec<u8> = (0..2_000_000u32).map(|i| (i % 241) as u8).collect();
+        let large = Sealed::new(bytes.clone());
+        assert_eq!(&large.bytes()[..], &bytes[..]);
+        assert_eq!(large.file().is_some(), root, "2 MB as root: {root}");
+        if let Some((file, offset)) = large.slice(5, 100).file() {
+            assert_eq!(offset, 5);
+            assert!(
+                file.write_at(b"x", 0).is_err(),
+                "the folio file took a write"
+            );
         }
     }
 }

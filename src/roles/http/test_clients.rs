@@ -37,3 +37,25 @@ pub async fn trickle_until_closed(addr: SocketAddr) -> Option<Duration> {
     }
     None
 }
+
+/// Sets TCP socket `socket`'s congestion control (root may choose any the kernel has, others
+/// those on net.ipv4.tcp_allowed_congestion_control).
+pub fn set_congestion_control(
+    socket: &impl std::os::fd::AsRawFd,
+    name: &str,
+) -> std::io::Result<()> {
+    // SAFETY: a valid buffer and length on an open descriptor.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,7 +1,7 @@
 //! How the fast path (`head_only`) writes answers: heads batched in a buffer; a body in memory
-//! in the same write as the heads before it; a body in a sealed memfd by `sendfile` after them
-//! (the heads sent with `MSG_MORE`, so they share packets with the body), as nginx sends static
-//! files; any other body frame by frame. Every write gives up once the client has taken nothing
+//! in the same write as the heads before it; a body in a file (`sealed`) by `sendfile` after
+//! them (the heads sent with `MSG_MORE`, so they share packets with the body), as nginx sends
+//! static files; any other body frame by frame. Every write gives up once the client has taken nothing
 //! for the idle time (a client that does not read its answers), however long a slow client
 //! takes in all.
 
@@ -17,18 +17,27 @@ use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use super::body::Body;
+use super::congestion::congestion_control;
 use super::head_only::MAX_COPIED_BODY;
 
-/// The largest body sent by `sendfile`; larger ones are copied. Measured on loopback against
-/// the copy (BENCHMARKS.md, http): `sendfile` from a memfd served 100 KB and 500 KB chunks
-/// faster under both CUBIC and BBR, but 1 MB ones at less than half the rate under BBR and
-/// 2 MB ones slower under both.
-pub(super) const MAX_SENDFILE_BODY: usize = 512 * 1024;
+/// The largest body sent by `sendfile` on a connection BBR paces; larger ones are copied.
+/// Measured on loopback against the copy (BENCHMARKS.md, http): `sendfile` served 100 KB and
+/// 500 KB chunks faster under both CUBIC and BBR, but on one VM under BBR 1 MB and 2 MB ones
+/// at less than half the copy's rate, from memfd pages and large folios alike (nginx was held
+/// the same way); under CUBIC, 2 MB ones from large folios were faster than the copy on both
+/// VMs measured.
+pub(super) const MAX_SENDFILE_BODY_UNDER_BBR: usize = 512 * 1024;
 
-/// Whether a body of `len` bytes in a sealed memfd goes out by `sendfile` (smaller ones are
-/// copied in with their heads, larger ones copied from memory).
-pub(super) fn sent_by_sendfile(len: usize) -> bool {
-    len > MAX_COPIED_BODY && len <= MAX_SENDFILE_BODY
+/// Whether a body of `len` bytes kept in a file goes out by `sendfile` on a connection
+/// (`bbr`: whether BBR paces it, asked only when it matters). Smaller ones are copied in with
+/// their heads; larger ones under BBR are copied from memory.
+pub(super) fn sent_by_sendfile(len: usize, bbr: impl FnOnce() -> bool) -> bool {
+    len > MAX_COPIED_BODY && (len <= MAX_SENDFILE_BODY_UNDER_BBR || !bbr())
+}
+
+/// Whether BBR (any version) is the socket's congestion control.
+fn paced_by_bbr(stream: &TcpStream) -> bool {
+    congestion_control(stream).is_ok_and(|name| name.starts_with("bbr"))
 }
 
 /// Writes on one connection, bounded by its idle timer.
@@ -61,7 +70,11 @@ impl<'a, 't> Writer<'a, 't> {
     /// Writes and clears `output`, then sends `body`.
     pub(super) async fn flush_with(&mut self, output: &mut Vec<u8>, body: Body) -> io::Result<()> {
         let sendfile = match &body {
-            Body::Sealed(Some(sealed)) if sent_by_sendfile(sealed.len()) => sealed.file(),
+            Body::Sealed(Some(sealed))
+                if sent_by_sendfile(sealed.len(), || paced_by_bbr(self.stream)) =>
+            {
+                sealed.file()
+            }
             _ => None,
         };
         let written = if let Some((file, offset)) = sendfile {
@@ -203,4 +216,52 @@ pub(super) fn rearm(timer: &mut Pin<&mut Sleep>, deadline: Instant) -> bool {
     }
     timer.as_mut().reset(deadline.into());
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_clients::set_congestion_control;
+    use super::*;
+
+    #[test]
+    fn large_bodies_go_by_sendfile_unless_bbr_paces_the_connection() {
+        let asked = std::cell::Cell::new(0);
+        let bbr = |is: bool| {
+            let asked = &asked;
+            move || {
+                asked.set(asked.get() + 1);
+                is
+            }
+        };
+        assert!(
+            !sent_by_sendfile(MAX_COPIED_BODY, bbr(false)),
+            "copied with its head"
+        );
+        assert!(sent_by_sendfile(MAX_COPIED_BODY + 1, bbr(true)));
+        assert!(sent_by_sendfile(MAX_SENDFILE_BODY_UNDER_BBR, bbr(true)));
+        assert_eq!(asked.get(), 0, "the socket is asked only for larger bodies");
+        assert!(!sent_by_sendfile(
+            MAX_SENDFILE_BODY_UNDER_BBR + 1,
+            bbr(true)
+        ));
+        assert!(sent_by_sendfile(2_000_000, bbr(false)));
+        assert_eq!(asked.get(), 2);
+    }
+
+    /// A connection's congestion control as the kernel reports it: reno (every kernel has it,
+    /// and any socket may choose it) is not BBR; BBR is, where this kernel has it and lets the
+    /// test choose it.
+    #[tokio::test]
+    async fn bbr_is_told_from_the_sockets_congestion_control() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        for (name, is_bbr) in [("reno", false), ("bbr", true)] {
+            let stream = TcpStream::connect(addr).await.unwrap();
+            if set_congestion_control(&stream, name).is_err() {
+                assert_eq!(name, "bbr", "reno is always allowed");
+                continue;
+            }
+            assert_eq!(paced_by_bbr(&stream), is_bbr, "{name}");
+        }
+    }
 }
