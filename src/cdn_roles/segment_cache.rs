@@ -8,7 +8,8 @@
 //! are kept likewise, so hot segments skip the blocking pool's per-read thread hops. Entries are
 //! keyed by what names exactly their bytes: a synthetic chunk's strong ETag, a file's path with
 //! its length and modification time (a changed file is a new key; its old copy ages out). The cache
-//! holds at most `budget` bytes; when a new chunk does not fit, the least recently used entries
+//! holds at most `budget` bytes of memory, a chunk counted by what it takes (whole pages of a
+//! memfd, whole folios); when a new chunk does not fit, the least recently used entries
 //! go first (`crate::lru`, the ICN Content Store's table too). Chunks above `max_entry` are
 //! never kept: the caller streams those as before, so one huge chunk never stalls a runtime
 //! thread while it is generated whole.
@@ -82,12 +83,13 @@ impl SegmentCache {
         if let Some(kept) = state.get(key) {
             return kept.clone();
         }
-        let size = bytes.len();
+        // What it takes in memory (whole pages or folios), so the budget bounds memory.
+        let size = bytes.footprint();
         state.insert(key.to_string(), bytes.clone(), size);
         bytes
     }
 
-    /// Bytes held now.
+    /// Memory held now: the chunks' footprints (`Sealed::footprint`).
     pub fn used(&self) -> usize {
         self.lock().used()
     }

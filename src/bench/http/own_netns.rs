@@ -49,7 +49,10 @@ impl OwnNetns {
                 )));
             }
         }
-        let allowed = Allowance::grant(congestion).map_err(Unavailable::Failed)?;
+        // Where the list cannot be widened (a read-only /proc/sys, a namespace of the machine's
+        // own), this one cannot be measured; the others still can.
+        let allowed = Allowance::grant(congestion)
+            .map_err(|e| Unavailable::Congestion(format!("not allowed, and {e}")))?;
         sys::ip_batch(None, &[format!("netns add {name}")]).map_err(Unavailable::Failed)?;
         // From here on, dropping it deletes the namespace (and then restores the allowance).
         let netns = OwnNetns {
@@ -115,7 +118,12 @@ impl Allowance {
         }
         let widened = format!("{} {congestion}", before.join(" "));
         sys::write_sysctl(ALLOWED, widened.trim())?;
-        tracing::info!("allowed {congestion} for namespaces until the benchmark ends");
+        tracing::info!(
+            "widened {ALLOWED} from `{}` to `{}` until the benchmark ends (if it is killed, \
+             write the first back)",
+            before.join(" "),
+            widened.trim()
+        );
         Ok(Some(Allowance { before }))
     }
 }

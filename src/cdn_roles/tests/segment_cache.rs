@@ -59,3 +59,20 @@ fn chunks_above_the_entry_bound_are_not_made_or_kept() {
     assert!(small.get_or_make("x", 30, maker(&calls, 1)).is_some());
     assert_eq!(small.used(), 30);
 }
+
+#[test]
+fn the_budget_counts_the_whole_pages_a_chunk_takes() {
+    let cache = SegmentCache::new(1 << 20, 1 << 20);
+    let calls = Cell::new(0);
+    // 20 000 bytes: sent by `sendfile`, so kept in a memfd of five 4 KiB pages.
+    let chunk = cache
+        .get_or_make("a", 20_000, maker(&calls, 3))
+        .expect("fits");
+    assert_eq!(chunk.len(), 20_000);
+    let pages = if chunk.file().is_some() {
+        5 * 4096
+    } else {
+        20_000
+    };
+    assert_eq!(cache.used(), pages);
+}

@@ -5,12 +5,14 @@
 //! on; a tmpfs mounted with `huge=always` can.
 //!
 //! The tmpfs is the process's own and attached nowhere (`fsopen` and `fsmount` without
-//! `move_mount`): no path reaches it, nobody else sees it, and it goes with the process. Its
-//! files cannot be sealed as a memfd is; instead each is made unnamed (`O_TMPFILE`), written,
-//! reopened read-only, and its writable descriptor closed, so no descriptor that could change
-//! the pages remains. Making the mount needs `CAP_SYS_ADMIN` (roles run as root in a lab);
-//! where it cannot be had (a container without it, an old kernel), callers keep their bytes
-//! elsewhere.
+//! `move_mount`): no path reaches it but this process's descriptors, and it goes with the
+//! process. Its files cannot be sealed as a memfd is; instead each is made unnamed
+//! (`O_TMPFILE`), written, marked immutable (`FS_IMMUTABLE_FL`: no open for writing and no
+//! truncation succeeds afterwards, even as root through /proc/PID/fd), reopened read-only, and
+//! its writable descriptor closed. Making the mount needs `CAP_SYS_ADMIN` (roles run as root in
+//! a lab), and the flag `CAP_LINUX_IMMUTABLE`; where either cannot be had (a container without
+//! them, a seccomp filter, an old kernel, shmem huge pages set to `deny`), callers keep their
+//! bytes elsewhere. The first attempt at the mount decides for the process's whole life.
 
 use std::ffi::CStr;
 use std::fs::File;
@@ -26,6 +28,8 @@ const FSMOUNT_CLOEXEC: libc::c_uint = 0x1;
 const MOUNT_ATTR_NOSUID: libc::c_uint = 0x2;
 const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
 const MOUNT_ATTR_NOEXEC: libc::c_uint = 0x8;
+// From linux/fs.h.
+const FS_IMMUTABLE_FL: libc::c_long = 0x10;
 
 /// The process's tmpfs, made on first use; `None` if it could not be made.
 static MOUNT: OnceLock<Option<OwnedFd>> = OnceLock::new();
@@ -51,12 +55,29 @@ pub(super) fn read_only_file(bytes: &[u8]) -> io::Result<File> {
     };
     let mut writable = File::from(owned(fd)?);
     writable.write_all(bytes)?;
+    make_immutable(&writable)?;
     // The magic link reopens this very file, unnamed as it is.
     File::open(format!("/proc/self/fd/{}", writable.as_raw_fd()))
 }
 
+/// Sets `FS_IMMUTABLE_FL` on `file`: from now on it cannot be opened for writing or truncated.
+fn make_immutable(file: &File) -> io::Result<()> {
+    let mut flags: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS and FS_IOC_SETFLAGS read and write one long at a valid address.
+    check(unsafe { libc::ioctl(file.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) }.into())?;
+    flags |= FS_IMMUTABLE_FL;
+    // SAFETY: as above.
+    check(unsafe { libc::ioctl(file.as_raw_fd(), libc::FS_IOC_SETFLAGS, &flags) }.into())
+}
+
 /// A tmpfs with `huge=always`, not attached anywhere: the descriptor is the only way in.
 fn private_tmpfs() -> io::Result<OwnedFd> {
+    // `deny` overrides every mount's `huge=`: its files would have 4 KiB pages, which a memfd
+    // has already, without the seals.
+    let shmem = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/shmem_enabled")?;
+    if shmem.contains("[deny]") {
+        return Err(io::Error::other("shmem huge pages are set to deny"));
+    }
     // SAFETY: fsopen with a NUL-terminated name and a flag; the result is checked.
     let context = owned(unsafe {
         libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) as libc::c_int
@@ -117,37 +138,78 @@ fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Whether this process may make the tmpfs: `CAP_SYS_ADMIN` in its effective set (the
+/// tests' stand-in for "runs as a lab's root").
+#[cfg(test)]
+pub(super) fn may_mount() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(hex.trim(), 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::FileExt;
 
     use super::*;
 
-    /// Needs `CAP_SYS_ADMIN` for the mount: as root (CI) the file is made; otherwise the
-    /// caller is told the mount is unsupported, which is what it falls back on.
+    /// With `CAP_SYS_ADMIN` (CI runs as root) the file is made: on a tmpfs, with its bytes,
+    /// unnamed, closed to writes even through a reopen, and mapped by 2 MiB pages; without it
+    /// the caller is told the mount is unsupported, which is what it falls back on.
     #[test]
-    fn files_are_unnamed_read_only_and_on_a_tmpfs_of_their_own() {
-        let bytes: Vec<u8> = (0..2_000_000u32).map(|i| (i % 253) as u8).collect();
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
+    fn files_are_unnamed_immutable_and_in_2_mib_folios() {
+        // Two whole folios, so a mapping can be made of PMD entries.
+        let bytes: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 253) as u8).collect();
         let file = match read_only_file(&bytes) {
             Ok(file) => file,
-            Err(e) if !root && e.kind() == io::ErrorKind::Unsupported => return,
-            Err(e) => panic!("as root the tmpfs is made: {e}"),
+            Err(e) if !may_mount() && e.kind() == io::ErrorKind::Unsupported => return,
+            Err(e) => panic!("with CAP_SYS_ADMIN the tmpfs is made: {e}"),
         };
         let mut read = vec![0u8; bytes.len()];
         file.read_exact_at(&mut read, 0).unwrap();
         assert_eq!(read, bytes);
         assert!(file.write_at(b"x", 0).is_err(), "the file took a write");
+        let link = format!("/proc/self/fd/{}", file.as_raw_fd());
+        let reopened = std::fs::OpenOptions::new().write(true).open(&link);
+        assert!(reopened.is_err(), "reopened for writing");
         // SAFETY: fstatfs into a zeroed struct on an open descriptor.
         let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
         assert_eq!(unsafe { libc::fstatfs(file.as_raw_fd(), &mut stat) }, 0);
         assert_eq!(stat.f_type, libc::TMPFS_MAGIC);
-        let link = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
+        let target = std::fs::read_link(&link).unwrap();
         assert!(
-            link.to_string_lossy().ends_with("(deleted)"),
+            target.to_string_lossy().ends_with("(deleted)"),
             "the file has a name: {}",
-            link.display()
+            target.display()
         );
+        assert_eq!(pmd_mapped_kib(&file, bytes.len()), 4096, "2 MiB folios");
+    }
+
+    /// Maps `len` bytes of `file`, touches every page, and returns the kB of the mapping
+    /// that /proc/self/smaps counts as mapped by 2 MiB entries (`ShmemPmdMapped`).
+    fn pmd_mapped_kib(file: &File, len: usize) -> u64 {
+        let mapping = super::super::sealed::Mapping::new(file, len).unwrap();
+        let bytes = mapping.as_ref();
+        let touched: u64 = bytes.iter().step_by(4096).map(|&b| u64::from(b)).sum();
+        std::hint::black_box(touched);
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let start = format!("{:x}-", bytes.as_ptr() as usize);
+        smaps
+            .lines()
+            .skip_while(|line| !line.starts_with(&start))
+            .skip(1)
+            .take_while(|line| {
+                line.split_whitespace()
+                    .next()
+                    .is_some_and(|key| key.ends_with(':'))
+            })
+            .find_map(|line| line.strip_prefix("ShmemPmdMapped:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
     }
 }

@@ -26,6 +26,10 @@ use super::large_folios;
 /// half their memory from here on (a 1 MiB chunk in one 2 MiB folio).
 const MAX_MEMFD_BYTES: usize = 1024 * 1024;
 
+/// A memfd's pages, and a large folio file's folios.
+const PAGE: usize = 4096;
+const FOLIO: usize = 2 * 1024 * 1024;
+
 /// Immutable bytes, and when the kernel allowed it the sealed memfd or read-only file they
 /// are mapped from.
 #[derive(Debug, Clone)]
@@ -35,6 +39,8 @@ pub struct Sealed {
     file: Option<Arc<File>>,
     /// Where `bytes` starts in `file`.
     offset: u64,
+    /// The memory the whole storage takes, which every slice keeps alive.
+    footprint: usize,
 }
 
 impl Sealed {
@@ -44,13 +50,14 @@ impl Sealed {
         if bytes.len() <= MAX_COPIED_BODY {
             return Sealed::on_heap(bytes.into());
         }
-        let file = if bytes.len() <= MAX_MEMFD_BYTES {
-            sealed_memfd(&bytes)
+        let (file, page) = if bytes.len() <= MAX_MEMFD_BYTES {
+            (sealed_memfd(&bytes), PAGE)
         } else {
-            large_folios::read_only_file(&bytes)
+            (large_folios::read_only_file(&bytes), FOLIO)
         };
         match file.and_then(|file| Mapping::new(&file, bytes.len()).map(|map| (file, map))) {
             Ok((file, mapping)) => Sealed {
+                footprint: bytes.len().div_ceil(page) * page,
                 bytes: Bytes::from_owner(mapping),
                 file: Some(Arc::new(file)),
                 offset: 0,
@@ -67,10 +74,17 @@ impl Sealed {
     /// Bytes already in memory, kept as they are (sent by copy).
     fn on_heap(bytes: Bytes) -> Sealed {
         Sealed {
+            footprint: bytes.len(),
             bytes,
             file: None,
             offset: 0,
         }
+    }
+
+    /// The memory these bytes' storage takes: whole pages of a memfd, whole folios of a large
+    /// folio file, the bytes themselves on the heap. A slice reports its whole's.
+    pub fn footprint(&self) -> usize {
+        self.footprint
     }
 
     pub fn bytes(&self) -> &Bytes {
@@ -96,6 +110,7 @@ impl Sealed {
             bytes: self.bytes.slice(offset..offset + length),
             file: self.file.clone(),
             offset: self.offset + offset as u64,
+            footprint: self.footprint,
         }
     }
 }
@@ -130,7 +145,7 @@ fn seal(file: &File) -> io::Result<()> {
 }
 
 /// A read-only shared mapping of a file, unmapped when dropped.
-struct Mapping {
+pub(super) struct Mapping {
     address: *mut u8,
     len: usize,
 }
@@ -142,7 +157,7 @@ unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// A read-only mapping of the first `len` bytes of `file`.
-    fn new(file: &File, len: usize) -> io::Result<Mapping> {
+    pub(super) fn new(file: &File, len: usize) -> io::Result<Mapping> {
         // SAFETY: a fresh mapping of `len` bytes of an open file, checked for failure.
         let address = unsafe {
             libc::mmap(
@@ -225,8 +240,7 @@ mod tests {
 
     #[test]
     fn sizes_copied_with_their_heads_get_no_memfd_and_larger_ones_a_folio_file() {
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
+        let may_mount = large_folios::may_mount();
         for (len, memfd) in [
             (0, false),
             (16 * 1024, false),
@@ -237,6 +251,12 @@ mod tests {
             let sealed = Sealed::new(vec![1u8; len]);
             assert_eq!(sealed.len(), len);
             assert_eq!(sealed.file().is_some(), memfd, "{len} bytes");
+            let pages = if memfd {
+                len.div_ceil(PAGE) * PAGE
+            } else {
+                len
+            };
+            assert_eq!(sealed.footprint(), pages, "{len} bytes");
             if let Some((file, _)) = sealed.file() {
                 // SAFETY: fcntl on an open descriptor.
                 let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
@@ -244,11 +264,22 @@ mod tests {
             }
         }
         // Above a memfd's sizes: a read-only file of large folios, made where the mount is
-        // allowed (root), else the heap.
+        // allowed (CAP_SYS_ADMIN), else the heap.
         let bytes: Vec<u8> = (0..2_000_000u32).map(|i| (i % 241) as u8).collect();
         let large = Sealed::new(bytes.clone());
         assert_eq!(&large.bytes()[..], &bytes[..]);
-        assert_eq!(large.file().is_some(), root, "2 MB as root: {root}");
+        assert_eq!(
+            large.file().is_some(),
+            may_mount,
+            "2 MB, may mount: {may_mount}"
+        );
+        let footprint = if may_mount { FOLIO } else { bytes.len() };
+        assert_eq!(large.footprint(), footprint);
+        assert_eq!(
+            large.slice(5, 100).footprint(),
+            footprint,
+            "a slice keeps it all"
+        );
         if let Some((file, offset)) = large.slice(5, 100).file() {
             assert_eq!(offset, 5);
             assert!(
