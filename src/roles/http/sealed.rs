@@ -150,8 +150,8 @@ pub(super) struct Mapping {
     len: usize,
 }
 
-// SAFETY: read-only memory that nobody writes (a memfd sealed against writes, or a file with
-// no writable descriptor left).
+// SAFETY: read-only memory that nobody writes (a memfd sealed against writes, or a file marked
+// immutable with no writable descriptor left).
 unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
