@@ -31,6 +31,17 @@ const MOUNT_ATTR_NOEXEC: libc::c_uint = 0x8;
 // From linux/fs.h.
 const FS_IMMUTABLE_FL: libc::c_long = 0x10;
 
+/// The size of the folios `huge=always` gives: the machine's PMD size (2 MiB on x86-64).
+pub(super) fn folio_bytes() -> usize {
+    static FOLIO: OnceLock<usize> = OnceLock::new();
+    *FOLIO.get_or_init(|| {
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size")
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(2 * 1024 * 1024)
+    })
+}
+
 /// The process's tmpfs, made on first use; `None` if it could not be made.
 static MOUNT: OnceLock<Option<OwnedFd>> = OnceLock::new();
 

@@ -26,9 +26,11 @@ use super::large_folios;
 /// half their memory from here on (a 1 MiB chunk in one 2 MiB folio).
 const MAX_MEMFD_BYTES: usize = 1024 * 1024;
 
-/// A memfd's pages, and a large folio file's folios.
-const PAGE: usize = 4096;
-const FOLIO: usize = 2 * 1024 * 1024;
+/// The machine's page size: what a memfd's memory comes in.
+fn page_bytes() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+}
 
 /// Immutable bytes, and when the kernel allowed it the sealed memfd or read-only file they
 /// are mapped from.
@@ -51,9 +53,12 @@ impl Sealed {
             return Sealed::on_heap(bytes.into());
         }
         let (file, page) = if bytes.len() <= MAX_MEMFD_BYTES {
-            (sealed_memfd(&bytes), PAGE)
+            (sealed_memfd(&bytes), page_bytes())
         } else {
-            (large_folios::read_only_file(&bytes), FOLIO)
+            (
+                large_folios::read_only_file(&bytes),
+                large_folios::folio_bytes(),
+            )
         };
         match file.and_then(|file| Mapping::new(&file, bytes.len()).map(|map| (file, map))) {
             Ok((file, mapping)) => Sealed {
@@ -252,7 +257,7 @@ mod tests {
             assert_eq!(sealed.len(), len);
             assert_eq!(sealed.file().is_some(), memfd, "{len} bytes");
             let pages = if memfd {
-                len.div_ceil(PAGE) * PAGE
+                len.div_ceil(page_bytes()) * page_bytes()
             } else {
                 len
             };
@@ -273,7 +278,11 @@ mod tests {
             may_mount,
             "2 MB, may mount: {may_mount}"
         );
-        let footprint = if may_mount { FOLIO } else { bytes.len() };
+        let footprint = if may_mount {
+            large_folios::folio_bytes()
+        } else {
+            bytes.len()
+        };
         assert_eq!(large.footprint(), footprint);
         assert_eq!(
             large.slice(5, 100).footprint(),
