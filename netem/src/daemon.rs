@@ -24,7 +24,9 @@
 //! the hrtimer alone takes ~20 µs there). So the timer is armed ahead of the departure by a
 //! learnt lead (`WakeupLead`), and a wake-up also releases what is due within
 //! [`DaemonConfig::release_window_ns`] after it: verdicts land within about ±50 µs of their
-//! departure time, with half as many wake-ups at 100 Mbit/s.
+//! departure time, with half as many wake-ups at 100 Mbit/s. Before a long wait ends, a keeper
+//! thread wakes the daemon's CPU, so the timer does not fire on a CPU halted for long
+//! (`daemon_keeper`).
 //!
 //! The wake-up that reads an arriving packet is as late, so a packet's arrival is not the time
 //! it is read but the kernel's receive stamp (`NFQA_TIMESTAMP`, CLOCK_REALTIME), converted with
@@ -33,12 +35,14 @@
 //! that (`enable_receive_timestamps`). A packet without a stamp is timed by its read.
 
 pub use crate::daemon_config::{
-    DaemonConfig, QueueSpec, DEFAULT_FIFO_PRIORITY, DEFAULT_RELEASE_WINDOW_NS,
+    DaemonConfig, QueueSpec, DEFAULT_FIFO_PRIORITY, DEFAULT_KEEP_AWAKE_BUDGET_PERCENT,
+    DEFAULT_KEEP_AWAKE_NS, DEFAULT_RELEASE_WINDOW_NS,
 };
 use crate::daemon_control::check_impairments;
 pub use crate::daemon_control::{
     parse_request, request, DaemonStatus, QueueStatus, Request, Response,
 };
+use crate::daemon_keeper::Keeper;
 use crate::daemon_schedule::{ArrivalClock, Held, Schedule, WakeupLead};
 pub use crate::daemon_schedule::{ArrivalStats, Lateness, LATENESS_BOUNDS_NS};
 use crate::daemon_sys::{
@@ -117,6 +121,10 @@ pub struct Daemon {
     lead: WakeupLead,
     release_window_ns: u64,
     fifo_priority: u8,
+    keep_awake_ns: u64,
+    keep_awake_budget_percent: u8,
+    /// Started by [`Daemon::run`] when `keep_awake_ns` is not 0.
+    keeper: Option<Keeper>,
     stopper: Stopper,
     signals: Option<StopSignals>,
     listener: UnixListener,
@@ -206,6 +214,9 @@ impl Daemon {
             lead: WakeupLead::default(),
             release_window_ns: config.release_window_ns,
             fifo_priority: config.fifo_priority,
+            keep_awake_ns: config.keep_awake_ns,
+            keep_awake_budget_percent: config.keep_awake_budget_percent,
+            keeper: None,
             stopper,
             signals: None,
             listener,
@@ -261,6 +272,15 @@ impl Daemon {
     pub fn run(mut self) -> io::Result<()> {
         if let Err(e) = set_timer_slack_ns(1) {
             tracing::warn!("cdnlab-shaper: cannot set the timer slack to 1 ns: {e}");
+        }
+        if self.keep_awake_ns > 0 {
+            match Keeper::start(self.keep_awake_ns, self.keep_awake_budget_percent) {
+                Ok(keeper) => self.keeper = Some(keeper),
+                Err(e) => tracing::warn!(
+                    "cdnlab-shaper: cannot start the thread that keeps the CPU awake before \
+                     departures ({e}); timers on an idle CPU will be served late"
+                ),
+            }
         }
         if self.fifo_priority > 0 {
             if let Err(e) = set_fifo_priority(self.fifo_priority) {
@@ -459,6 +479,9 @@ impl Daemon {
         if timer_fired || (target != self.armed && !covered) {
             self.timer.set(target)?;
             self.armed = target;
+            if let Some(keeper) = &mut self.keeper {
+                keeper.follow(target, now);
+            }
         }
         Ok(())
     }
@@ -624,6 +647,7 @@ impl Daemon {
                 let mut status = self.status.clone();
                 status.held = self.schedule.len();
                 status.wakeup_lead_ns = self.lead.lead_ns();
+                status.keep_awake_ns = self.keeper.as_ref().map_or(0, Keeper::used_ns);
                 Response {
                     queues: Some(queues),
                     daemon: Some(status),
@@ -708,6 +732,8 @@ mod tests {
             queues: vec![],
             release_window_ns: DEFAULT_RELEASE_WINDOW_NS,
             fifo_priority: 0,
+            keep_awake_ns: DEFAULT_KEEP_AWAKE_NS,
+            keep_awake_budget_percent: DEFAULT_KEEP_AWAKE_BUDGET_PERCENT,
         };
         let daemon = Daemon::start(config.clone()).unwrap();
         assert!(socket.exists(), "the socket exists once start returns");

@@ -77,6 +77,9 @@ pub struct DaemonStatus {
     /// How the packets' arrival times were taken (the kernel's stamp or the daemon's read).
     #[serde(default)]
     pub arrivals: ArrivalStats,
+    /// CPU time the keeper spent keeping the daemon's CPU awake before departures, ns.
+    #[serde(default)]
+    pub keep_awake_ns: u64,
 }
 
 impl Response {

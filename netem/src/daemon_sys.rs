@@ -1,11 +1,12 @@
 //! The few Linux facilities the shaper daemon's event loop needs, as small safe wrappers:
 //! epoll, an absolute CLOCK_MONOTONIC timerfd (epoll's own timeout has only ms precision), an
-//! eventfd to stop the loop from another thread, a signalfd for SIGTERM/SIGINT, the clocks, and
-//! a socket that keeps the kernel stamping received packets.
+//! eventfd to stop the loop from another thread, a signalfd for SIGTERM/SIGINT, the clocks, a
+//! socket that keeps the kernel stamping received packets, scheduling policies and a futex.
 
 use std::io;
 use std::mem::zeroed;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
@@ -87,6 +88,52 @@ pub(crate) fn set_fifo_priority(priority: u8) -> io::Result<()> {
     };
     // SAFETY: pid 0 is the calling thread; the param is ours.
     check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }).map(|_| ())
+}
+
+/// Runs the calling thread under SCHED_IDLE: it gets a CPU only when nothing else wants it.
+pub(crate) fn set_idle_priority() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; the param is ours.
+    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) }).map(|_| ())
+}
+
+/// Sleeps while `word` holds `expected`, until woken by [`futex_wake`] or, with a deadline,
+/// until that CLOCK_MONOTONIC time (ns). Returns at once if `word` has changed; a signal or a
+/// spurious wake-up also returns, so callers look again.
+pub(crate) fn futex_wait_until(word: &AtomicU32, expected: u32, deadline_ns: Option<u64>) {
+    let timeout = deadline_ns.map(|ns| libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    });
+    let timeout_ptr = timeout
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: FUTEX_WAIT_BITSET on a live u32 with an absolute CLOCK_MONOTONIC timeout we own
+    // (or none); the kernel only reads both.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            timeout_ptr,
+            std::ptr::null::<u32>(),
+            libc::FUTEX_BITSET_MATCH_ANY,
+        );
+    }
+}
+
+/// Wakes one thread sleeping in [`futex_wait_until`] on `word`.
+pub(crate) fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a live u32; the kernel does not write it.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        );
+    }
 }
 
 pub(crate) struct Epoll {

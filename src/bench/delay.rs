@@ -46,6 +46,9 @@ struct Point {
     late_verdicts: Option<LateVerdicts>,
     /// The shaper's mean timer wake-up lateness over the run, µs.
     wakeup_us: Option<f64>,
+    /// CPU the shaper's keeper spent keeping its CPU awake before departures, over the pings,
+    /// cores (part of `machine_cores`).
+    keep_awake_cores: Option<f64>,
 }
 
 /// How many of the shaper's verdicts came late enough to show in a ping's tail.
@@ -93,6 +96,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         "shaper verdicts late, mean / max (µs)",
         "shaper verdicts ≥ 0.2 ms / ≥ 0.5 ms late",
         "shaper wake-ups late, mean (µs)",
+        "keep-awake (cores)",
         "machine CPU (cores)",
     ]);
     for p in &points {
@@ -129,6 +133,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
                 .map(|v| format!("{} / {} of {}", v.from_200us, v.from_500us, v.all))
                 .unwrap_or_else(|| "—".to_string()),
             num(p.wakeup_us, 0),
+            num(p.keep_awake_cores, 2),
             format!("{:.2}", p.machine_cores),
         ]);
     }
@@ -154,14 +159,18 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
              the shaper's event loop ran; arrivals are timed by the kernel's receive stamp, so \
              this lateness delays only the verdicts' timers, which the shaper arms early by it. \
              Verdicts ≥ 0.2 ms late: of all verdicts of the run (four per ping), those late \
-             enough to put a ping in the p99 tail by themselves."
+             enough to put a ping in the p99 tail by themselves. Keep-awake: the CPU time of \
+             the shaper's thread that wakes its CPU before long waits, over the pings (its own \
+             thread clock)."
                 .into(),
             "Load: idle, then again with one core busy: a thread of the benchmark spinning at \
              normal priority beside the lab for the whole run (the shaper runs at SCHED_FIFO \
              priority, the echo client and server at normal priority: their wake-ups are taken \
              out, but a ping's send can still wait for the hog, which the baseline row of each \
              load shows). Machine \
-             CPU: both CPUs' busy time together over the pings (/proc/stat)."
+             CPU: both CPUs' busy time together over the pings (/proc/stat; sampled at the \
+             kernel's ticks, so short bursts such as the keeper's wake-ups are counted \
+             unevenly)."
                 .into(),
         ],
         table,
@@ -192,9 +201,9 @@ fn measure(one_way_us: u64, loaded: bool, count: u64, options: &BenchOptions) ->
     let hog = loaded.then(CpuHog::start);
     let (busy_start, started) = (read_machine_ticks()?, std::time::Instant::now());
     let report = lab.client_rtt(count, INTERVAL, true)?;
-    let machine_cores = read_machine_ticks()?.saturating_sub(busy_start) as f64
-        / ticks_per_second()?
-        / started.elapsed().as_secs_f64();
+    let seconds = started.elapsed().as_secs_f64();
+    let machine_cores =
+        read_machine_ticks()?.saturating_sub(busy_start) as f64 / ticks_per_second()? / seconds;
     drop(hog);
     let daemon = lab.shaper_status()?.and_then(|r| r.daemon);
     let lateness_us = daemon
@@ -214,6 +223,10 @@ fn measure(one_way_us: u64, loaded: bool, count: u64, options: &BenchOptions) ->
         .as_ref()
         .filter(|d| d.wakeup_lateness.count > 0)
         .map(|d| d.wakeup_lateness.mean_ns as f64 / 1e3);
+    // The spin before the first ping is nil: nothing is held.
+    let keep_awake_cores = daemon
+        .as_ref()
+        .map(|d| d.keep_awake_ns as f64 / 1e9 / seconds);
     lab.down()?;
     let samples = report
         .samples_ms
@@ -235,6 +248,7 @@ fn measure(one_way_us: u64, loaded: bool, count: u64, options: &BenchOptions) ->
         lateness_us,
         late_verdicts,
         wakeup_us,
+        keep_awake_cores,
     })
 }
 
