@@ -123,7 +123,7 @@ pub struct Daemon {
     fifo_priority: u8,
     keep_awake_ns: u64,
     keep_awake_budget_percent: u8,
-    /// Started by [`Daemon::run`] when `keep_awake_ns` is not 0.
+    /// Started by [`Daemon::run`] unless `keep_awake_ns` or its budget is 0.
     keeper: Option<Keeper>,
     stopper: Stopper,
     signals: Option<StopSignals>,
@@ -273,7 +273,7 @@ impl Daemon {
         if let Err(e) = set_timer_slack_ns(1) {
             tracing::warn!("cdnlab-shaper: cannot set the timer slack to 1 ns: {e}");
         }
-        if self.keep_awake_ns > 0 {
+        if self.keep_awake_ns > 0 && self.keep_awake_budget_percent > 0 {
             match Keeper::start(self.keep_awake_ns, self.keep_awake_budget_percent) {
                 Ok(keeper) => self.keeper = Some(keeper),
                 Err(e) => tracing::warn!(
@@ -647,7 +647,11 @@ impl Daemon {
                 let mut status = self.status.clone();
                 status.held = self.schedule.len();
                 status.wakeup_lead_ns = self.lead.lead_ns();
-                status.keep_awake_ns = self.keeper.as_ref().map_or(0, Keeper::used_ns);
+                if let Some(report) = self.keeper.as_ref().map(Keeper::report) {
+                    status.keep_awake_cpu_ns = report.cpu_ns;
+                    status.keep_awake_wakeups = report.wakeups;
+                    status.keep_awake_skipped = report.skipped;
+                }
                 Response {
                     queues: Some(queues),
                     daemon: Some(status),

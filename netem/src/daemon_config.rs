@@ -36,8 +36,9 @@ pub struct DaemonConfig {
     /// 0: never.
     #[serde(default = "default_keep_awake_ns")]
     pub keep_awake_ns: u64,
-    /// The most CPU the keeper may use, in percent of one CPU over any 100 ms (0–100); a
-    /// wake-up due when it is spent is skipped.
+    /// The most CPU the keeper may use, in percent of one CPU in each 100 ms period (0–100;
+    /// 0: no keeper). While it is spent the keeper sleeps to the period's end, and wake-ups
+    /// falling due meanwhile are skipped.
     #[serde(default = "default_keep_awake_budget_percent")]
     pub keep_awake_budget_percent: u8,
 }

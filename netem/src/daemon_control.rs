@@ -77,9 +77,14 @@ pub struct DaemonStatus {
     /// How the packets' arrival times were taken (the kernel's stamp or the daemon's read).
     #[serde(default)]
     pub arrivals: ArrivalStats,
-    /// CPU time the keeper spent keeping the daemon's CPU awake before departures, ns.
+    /// The keeper (which wakes the daemon's CPU before long timer waits end): its CPU time
+    /// (ns), its wake-ups made before the timer, and those skipped for its spent budget.
     #[serde(default)]
-    pub keep_awake_ns: u64,
+    pub keep_awake_cpu_ns: u64,
+    #[serde(default)]
+    pub keep_awake_wakeups: u64,
+    #[serde(default)]
+    pub keep_awake_skipped: u64,
 }
 
 impl Response {

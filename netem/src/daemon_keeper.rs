@@ -13,7 +13,8 @@
 //! a window of 300 µs, such timers woke 18–20 µs late at the median and 62–67 µs at the 99th
 //! percentile (spinning through the window: 9–13 µs and 65–77 µs, at several times the CPU).
 //! The keeper displaces nothing: any other thread that wants the CPU runs first, the daemon's
-//! SCHED_FIFO thread most of all. Its own CPU time is bounded by a budget per 100 ms and
+//! SCHED_FIFO thread most of all. Its own CPU time is bounded by a budget per 100 ms period
+//! (while it is spent the keeper sleeps, and wake-ups falling due are skipped), and it is
 //! reported in the daemon's status. In a VM the host may spend CPU polling the vCPU between
 //! the keeper's wake-up and the timer; that cost is the host's and is not seen from here.
 
@@ -26,14 +27,19 @@ use std::thread::JoinHandle;
 /// The period over which the keeper's CPU budget is counted.
 const BUDGET_PERIOD_NS: u64 = 100_000_000;
 
-/// No time: no window, or a keeper asleep until woken.
+/// No time: no wake-up to make, or a keeper asleep until woken.
 const NONE: u64 = u64::MAX;
+
+/// `sleeping_until_ns` of a keeper that needs no wake: it is awake and will look at
+/// `wake_at_ns` before it sleeps, or its budget is spent.
+const LOOKING: u64 = 0;
 
 /// What the daemon and the keeper thread share.
 struct Shared {
     /// When the keeper should next wake, CLOCK_MONOTONIC ns ([`NONE`] when there is no window).
     wake_at_ns: AtomicU64,
-    /// When the keeper, asleep, will wake by itself ([`NONE`]: only when woken).
+    /// When the keeper, asleep, will wake by itself ([`NONE`]: only when woken; [`LOOKING`]:
+    /// never wake it).
     sleeping_until_ns: AtomicU64,
     /// Bumped on every change of `wake_at_ns` or `stop`; the keeper sleeps on it.
     generation: AtomicU32,
@@ -42,8 +48,10 @@ struct Shared {
     tid: AtomicI32,
     /// The keeper thread's CPU time, ns, since the start.
     used_ns: AtomicU64,
-    /// How many windows the keeper has woken for.
+    /// Wake-ups made in time for a timer.
     wakeups: AtomicU64,
+    /// Wake-ups skipped because the budget was spent.
+    skipped: AtomicU64,
 }
 
 /// The keeper thread and when it is to wake; see the module documentation.
@@ -57,24 +65,38 @@ pub(crate) struct Keeper {
 
 impl Keeper {
     /// Starts a keeper that wakes `window_ns` before each long wait of the daemon's timer ends,
-    /// using at most `budget_percent` of one CPU in any period of 100 ms.
+    /// using at most `budget_percent` of one CPU in each period of 100 ms. Fails if the thread
+    /// cannot be made or cannot run at SCHED_IDLE (at the daemon's priority its wake-ups would
+    /// take the CPU from the lab).
     pub(crate) fn start(window_ns: u64, budget_percent: u8) -> io::Result<Keeper> {
         let shared = Arc::new(Shared {
             wake_at_ns: AtomicU64::new(NONE),
-            sleeping_until_ns: AtomicU64::new(NONE),
+            sleeping_until_ns: AtomicU64::new(LOOKING),
             generation: AtomicU32::new(0),
             stop: AtomicBool::new(false),
             tid: AtomicI32::new(0),
             used_ns: AtomicU64::new(0),
             wakeups: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
         });
-        let budget_ns = BUDGET_PERIOD_NS * u64::from(budget_percent.min(100)) / 100;
+        let budget_ns = BUDGET_PERIOD_NS * u64::from(budget_percent) / 100;
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("shaper-keeper".into())
             .spawn({
                 let shared = shared.clone();
-                move || keep_awake(&shared, budget_ns)
+                move || {
+                    let started = set_idle_priority();
+                    let ok = started.is_ok();
+                    let _ = started_tx.send(started);
+                    if ok {
+                        keep_awake(&shared, window_ns, budget_ns);
+                    }
+                }
             })?;
+        started_rx
+            .recv()
+            .map_err(|_| io::Error::other("the keeper thread ended before it started"))??;
         Ok(Keeper {
             shared,
             thread: Some(thread),
@@ -87,16 +109,17 @@ impl Keeper {
     /// timer), and keeps the keeper on the calling thread's CPU, where the timer was armed.
     pub(crate) fn follow(&mut self, armed_ns: Option<u64>, now_ns: u64) {
         let wake_at = wake_time(armed_ns, now_ns, self.window_ns).unwrap_or(NONE);
+        if wake_at != NONE {
+            // Before any wake, so the keeper's own timer is armed on this CPU.
+            self.pin_to_current_cpu();
+        }
         let shared = &self.shared;
         shared.wake_at_ns.store(wake_at, SeqCst);
         shared.generation.fetch_add(1, SeqCst);
-        // A keeper that would sleep past the new time must be woken; one that is awake, or
+        // A keeper that would sleep past the new time must be woken; one that is looking, or
         // will wake sooner by itself, finds the new time when it looks.
         if wake_at < shared.sleeping_until_ns.load(SeqCst) {
             futex_wake(&shared.generation);
-        }
-        if wake_at != NONE {
-            self.pin_to_current_cpu();
         }
     }
 
@@ -104,7 +127,8 @@ impl Keeper {
         // SAFETY: sched_getcpu takes no arguments.
         let cpu = unsafe { libc::sched_getcpu() };
         let tid = self.shared.tid.load(SeqCst);
-        if cpu < 0 || tid == 0 || self.cpu == Some(cpu) {
+        let in_set = (0..libc::CPU_SETSIZE).contains(&cpu);
+        if !in_set || tid == 0 || self.cpu == Some(cpu) {
             return;
         }
         self.cpu = Some(cpu);
@@ -122,20 +146,31 @@ impl Keeper {
         }
     }
 
-    /// The keeper's CPU time so far, ns.
-    pub(crate) fn used_ns(&self) -> u64 {
-        self.shared.used_ns.load(SeqCst)
+    /// The keeper's CPU time so far (ns), its wake-ups made in time and those skipped.
+    pub(crate) fn report(&self) -> KeeperReport {
+        KeeperReport {
+            cpu_ns: self.shared.used_ns.load(SeqCst),
+            wakeups: self.shared.wakeups.load(SeqCst),
+            skipped: self.shared.skipped.load(SeqCst),
+        }
     }
 }
 
+/// What the keeper has done so far; see [`Keeper::report`].
+pub(crate) struct KeeperReport {
+    pub(crate) cpu_ns: u64,
+    pub(crate) wakeups: u64,
+    pub(crate) skipped: u64,
+}
+
 impl Drop for Keeper {
+    /// Stops the keeper without waiting for it: at SCHED_IDLE on one CPU, it may not run again
+    /// for long if that CPU is kept busy, and it holds nothing but its share of `Shared`.
     fn drop(&mut self) {
         self.shared.stop.store(true, SeqCst);
         self.shared.generation.fetch_add(1, SeqCst);
         futex_wake(&self.shared.generation);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        drop(self.thread.take());
     }
 }
 
@@ -147,25 +182,20 @@ fn wake_time(armed_ns: Option<u64>, now_ns: u64, window_ns: u64) -> Option<u64> 
     (at > now_ns.saturating_add(window_ns)).then(|| at - window_ns)
 }
 
-/// The keeper thread: sleeps until the time it is given, wakes, and sleeps again until given
-/// another, within `budget_ns` of its own CPU time per [`BUDGET_PERIOD_NS`] (a time that comes
-/// when the budget is spent is skipped).
-fn keep_awake(shared: &Shared, budget_ns: u64) {
+/// The keeper thread (already at SCHED_IDLE): sleeps until the time it is given, wakes, and
+/// sleeps again until given another, within `budget_ns` of its own CPU time per
+/// [`BUDGET_PERIOD_NS`]: while that is spent it sleeps to the period's end, and a time whose
+/// timer (`window_ns` later) fired meanwhile is skipped.
+fn keep_awake(shared: &Shared, window_ns: u64, budget_ns: u64) {
     // SAFETY: gettid takes no arguments.
     shared.tid.store(unsafe { libc::gettid() }, SeqCst);
-    if let Err(e) = set_idle_priority() {
-        // At the daemon's priority its wake-ups would take the CPU from the lab.
-        tracing::warn!(
-            "cdnlab-shaper: the keeper cannot run at SCHED_IDLE ({e}); not keeping CPUs awake"
-        );
-        return;
-    }
     let mut period_start = monotonic_ns();
     let mut used_at_period_start = thread_cpu_ns();
     let mut used_before = used_at_period_start;
     // The wake-up time last served (or skipped), so it is not served twice.
     let mut served = NONE;
     while !shared.stop.load(SeqCst) {
+        shared.sleeping_until_ns.store(LOOKING, SeqCst);
         let generation = shared.generation.load(SeqCst);
         let wake_at = shared.wake_at_ns.load(SeqCst);
         let now = monotonic_ns();
@@ -177,33 +207,36 @@ fn keep_awake(shared: &Shared, budget_ns: u64) {
         if now >= period_start + BUDGET_PERIOD_NS {
             (period_start, used_at_period_start) = (now, used);
         }
-        let sleep_until = if wake_at == NONE || wake_at == served {
-            NONE
-        } else if used - used_at_period_start >= budget_ns {
-            served = wake_at;
-            NONE
+        let (sleep_until, published) = if used - used_at_period_start >= budget_ns {
+            (Some(period_start + BUDGET_PERIOD_NS), LOOKING)
+        } else if wake_at == NONE || wake_at == served {
+            (None, NONE)
         } else if now < wake_at {
-            wake_at
+            (Some(wake_at), wake_at)
         } else {
-            // Woken in time: the CPU is awake, and will halt only briefly before the timer.
             served = wake_at;
-            shared.wakeups.fetch_add(1, SeqCst);
+            if now < wake_at + window_ns {
+                // In time: the CPU is awake, and will halt only briefly before the timer.
+                shared.wakeups.fetch_add(1, SeqCst);
+            } else {
+                // The timer has fired: the time fell due while the budget was spent.
+                shared.skipped.fetch_add(1, SeqCst);
+            }
             continue;
         };
-        shared.sleeping_until_ns.store(sleep_until, SeqCst);
-        futex_wait_until(
-            &shared.generation,
-            generation,
-            (sleep_until != NONE).then_some(sleep_until),
-        );
-        shared.sleeping_until_ns.store(NONE, SeqCst);
+        shared.sleeping_until_ns.store(published, SeqCst);
+        if let Err(e) = futex_wait_until(&shared.generation, generation, sleep_until) {
+            tracing::warn!("cdnlab-shaper: the keeper cannot sleep ({e}); it stops");
+            return;
+        }
     }
 }
 
 /// CPU time of the calling thread, ns.
 fn thread_cpu_ns() -> u64 {
-    // SAFETY: clock_gettime fills a timespec we own.
+    // SAFETY: an all-zero timespec is valid.
     let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: clock_gettime fills a timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
@@ -248,26 +281,36 @@ mod tests {
         keeper
     }
 
-    /// Arms a "timer" 2 ms ahead and waits until the keeper has woken for it `expected` times
-    /// in all (up to 2 s: a SCHED_IDLE thread may wait long on a busy machine), then 20 ms more
-    /// for any wake-up too many; returns its count.
-    fn wakeups_after_a_timer(keeper: &mut Keeper, expected: u64) -> u64 {
-        let now = monotonic_ns();
-        keeper.follow(Some(now + 2_000_000), now);
+    /// Wake-ups made or skipped so far.
+    fn served(keeper: &Keeper) -> u64 {
+        keeper.shared.wakeups.load(SeqCst) + keeper.shared.skipped.load(SeqCst)
+    }
+
+    /// Waits until the keeper has served `expected` wake-ups in all (up to 2 s: a SCHED_IDLE
+    /// thread may wait long on a busy machine), then 20 ms more for any wake-up too many;
+    /// returns its count.
+    fn served_after(keeper: &Keeper, expected: u64) -> u64 {
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
-        while keeper.shared.wakeups.load(SeqCst) < expected && std::time::Instant::now() < deadline
-        {
+        while served(keeper) < expected && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
         std::thread::sleep(Duration::from_millis(20));
-        keeper.shared.wakeups.load(SeqCst)
+        served(keeper)
+    }
+
+    /// Arms a "timer" 2 ms ahead, as the daemon does.
+    fn arm_in_2_ms(keeper: &mut Keeper) {
+        let now = monotonic_ns();
+        keeper.follow(Some(now + 2_000_000), now);
     }
 
     #[test]
     fn wakes_once_per_timer_at_idle_priority_on_the_daemons_cpu() {
         let mut keeper = started(100);
-        assert_eq!(wakeups_after_a_timer(&mut keeper, 1), 1);
-        assert_eq!(wakeups_after_a_timer(&mut keeper, 2), 2);
+        arm_in_2_ms(&mut keeper);
+        assert_eq!(served_after(&keeper, 1), 1);
+        arm_in_2_ms(&mut keeper);
+        assert_eq!(served_after(&keeper, 2), 2);
         let tid = keeper.shared.tid.load(SeqCst);
         // SAFETY: sched_getscheduler takes a thread id.
         let policy = unsafe { libc::sched_getscheduler(tid) };
@@ -276,16 +319,43 @@ mod tests {
             libc::SCHED_IDLE,
             "the keeper yields to every other thread"
         );
+        let pinned_to = keeper.cpu.map(|cpu| vec![cpu as usize]);
         assert_eq!(
-            affinity(tid).len(),
-            1,
+            Some(affinity(tid)),
+            pinned_to,
             "pinned to the CPU that armed the timer"
         );
     }
 
     #[test]
-    fn a_spent_budget_skips_wake_ups() {
+    fn a_keeper_asleep_until_later_is_woken_for_an_earlier_time() {
+        let mut keeper = started(100);
+        let now = monotonic_ns();
+        let later = now + 10_000_000_000;
+        keeper.follow(Some(later), now);
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while keeper.shared.sleeping_until_ns.load(SeqCst) != later - W {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the keeper never slept"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        arm_in_2_ms(&mut keeper);
+        assert_eq!(served_after(&keeper, 1), 1, "served long before 10 s");
+    }
+
+    #[test]
+    fn a_spent_budget_leaves_the_cpu_alone() {
         let mut keeper = started(0);
-        assert_eq!(wakeups_after_a_timer(&mut keeper, 1), 0);
+        arm_in_2_ms(&mut keeper);
+        // Past the end of a budget period, where the keeper looks again.
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(keeper.shared.wakeups.load(SeqCst), 0);
+        assert_eq!(
+            keeper.shared.sleeping_until_ns.load(SeqCst),
+            LOOKING,
+            "asleep for the budget: the daemon never wakes it"
+        );
     }
 }

@@ -99,8 +99,13 @@ pub(crate) fn set_idle_priority() -> io::Result<()> {
 
 /// Sleeps while `word` holds `expected`, until woken by [`futex_wake`] or, with a deadline,
 /// until that CLOCK_MONOTONIC time (ns). Returns at once if `word` has changed; a signal or a
-/// spurious wake-up also returns, so callers look again.
-pub(crate) fn futex_wait_until(word: &AtomicU32, expected: u32, deadline_ns: Option<u64>) {
+/// spurious wake-up also returns, so callers look again. An error is one that will not go away
+/// (e.g. futexes refused by a seccomp filter): a caller that loops must stop on it.
+pub(crate) fn futex_wait_until(
+    word: &AtomicU32,
+    expected: u32,
+    deadline_ns: Option<u64>,
+) -> io::Result<()> {
     let timeout = deadline_ns.map(|ns| libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
@@ -110,7 +115,7 @@ pub(crate) fn futex_wait_until(word: &AtomicU32, expected: u32, deadline_ns: Opt
         .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: FUTEX_WAIT_BITSET on a live u32 with an absolute CLOCK_MONOTONIC timeout we own
     // (or none); the kernel only reads both.
-    unsafe {
+    let rc = unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
@@ -119,7 +124,15 @@ pub(crate) fn futex_wait_until(word: &AtomicU32, expected: u32, deadline_ns: Opt
             timeout_ptr,
             std::ptr::null::<u32>(),
             libc::FUTEX_BITSET_MATCH_ANY,
-        );
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN | libc::ETIMEDOUT | libc::EINTR) => Ok(()),
+        _ => Err(e),
     }
 }
 

@@ -223,10 +223,10 @@ fn measure(one_way_us: u64, loaded: bool, count: u64, options: &BenchOptions) ->
         .as_ref()
         .filter(|d| d.wakeup_lateness.count > 0)
         .map(|d| d.wakeup_lateness.mean_ns as f64 / 1e3);
-    // The spin before the first ping is nil: nothing is held.
+    // Over the lab's life, but before the first ping nothing is held and the keeper sleeps.
     let keep_awake_cores = daemon
         .as_ref()
-        .map(|d| d.keep_awake_ns as f64 / 1e9 / seconds);
+        .map(|d| d.keep_awake_cpu_ns as f64 / 1e9 / seconds);
     lab.down()?;
     let samples = report
         .samples_ms
