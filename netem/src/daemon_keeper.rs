@@ -18,11 +18,12 @@
 //! reported in the daemon's status. In a VM the host may spend CPU polling the vCPU between
 //! the keeper's wake-up and the timer; that cost is the host's and is not seen from here.
 
-use crate::daemon_sys::{futex_wait_until, futex_wake, monotonic_ns, set_idle_priority};
+use crate::daemon_sys::{
+    futex_wait_until, futex_wake, monotonic_ns, set_idle_priority, thread_cpu_ns,
+};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 /// The period over which the keeper's CPU budget is counted.
 const BUDGET_PERIOD_NS: u64 = 100_000_000;
@@ -57,7 +58,6 @@ struct Shared {
 /// The keeper thread and when it is to wake; see the module documentation.
 pub(crate) struct Keeper {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
     window_ns: u64,
     /// The CPU the keeper was last pinned to.
     cpu: Option<i32>,
@@ -81,7 +81,8 @@ impl Keeper {
         });
         let budget_ns = BUDGET_PERIOD_NS * u64::from(budget_percent) / 100;
         let (started_tx, started_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new()
+        // Not joined: see `drop`.
+        std::thread::Builder::new()
             .name("shaper-keeper".into())
             .spawn({
                 let shared = shared.clone();
@@ -99,7 +100,6 @@ impl Keeper {
             .map_err(|_| io::Error::other("the keeper thread ended before it started"))??;
         Ok(Keeper {
             shared,
-            thread: Some(thread),
             window_ns,
             cpu: None,
         })
@@ -170,7 +170,6 @@ impl Drop for Keeper {
         self.shared.stop.store(true, SeqCst);
         self.shared.generation.fetch_add(1, SeqCst);
         futex_wake(&self.shared.generation);
-        drop(self.thread.take());
     }
 }
 
@@ -230,15 +229,6 @@ fn keep_awake(shared: &Shared, window_ns: u64, budget_ns: u64) {
             return;
         }
     }
-}
-
-/// CPU time of the calling thread, ns.
-fn thread_cpu_ns() -> u64 {
-    // SAFETY: an all-zero timespec is valid.
-    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: clock_gettime fills a timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 #[cfg(test)]

@@ -29,9 +29,22 @@ fn clock_ns(clock: libc::clockid_t) -> i64 {
     ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
 }
 
+/// The timespec of a time in nanoseconds.
+fn timespec_of(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock of every departure time and of the timerfd.
 pub(crate) fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC) as u64
+}
+
+/// The calling thread's CPU time in nanoseconds.
+pub(crate) fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) as u64
 }
 
 /// CLOCK_REALTIME − CLOCK_MONOTONIC in nanoseconds, the offset that converts the kernel's packet
@@ -106,10 +119,7 @@ pub(crate) fn futex_wait_until(
     expected: u32,
     deadline_ns: Option<u64>,
 ) -> io::Result<()> {
-    let timeout = deadline_ns.map(|ns| libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    });
+    let timeout = deadline_ns.map(timespec_of);
     let timeout_ptr = timeout
         .as_ref()
         .map_or(std::ptr::null(), |t| t as *const libc::timespec);
@@ -230,8 +240,7 @@ impl Timer {
         if let Some(ns) = deadline_ns {
             // A zero it_value would disarm instead of firing.
             let ns = ns.max(1);
-            spec.it_value.tv_sec = (ns / 1_000_000_000) as libc::time_t;
-            spec.it_value.tv_nsec = (ns % 1_000_000_000) as libc::c_long;
+            spec.it_value = timespec_of(ns);
         }
         // SAFETY: timerfd_settime with a spec we own and no old value.
         check(unsafe {
