@@ -32,7 +32,7 @@ pub struct DaemonConfig {
     /// When the timer will wait longer than this for a departure, a thread at SCHED_IDLE
     /// priority wakes on the daemon's CPU this long before it, so the CPU is not halted long
     /// when the timer fires (see `daemon_keeper`: on an idle VM a vCPU halted for milliseconds
-    /// took its timer 50–60 µs late at the median, up to 0.33 ms at the 99th percentile).
+    /// took its timer 50–60 µs late at the median, 0.12–0.36 ms at the 99th percentile).
     /// 0: never.
     #[serde(default = "default_keep_awake_ns")]
     pub keep_awake_ns: u64,

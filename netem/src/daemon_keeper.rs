@@ -3,15 +3,16 @@
 //! A CPU with nothing to run halts, and a timer that fires on a CPU halted for long is served
 //! late: in a VM the host must schedule the vCPU again. Measured on the 2-vCPU Firecracker VM
 //! this is developed on, a SCHED_FIFO thread sleeping 0.5–10 ms woke 50–60 µs late at the
-//! median and 0.12–0.33 ms late at the 99th percentile. A sleep of 20–300 µs woke on time
-//! (10 µs, p99 22–27 µs): the host keeps polling a vCPU that has just halted. On bare metal,
+//! median and 0.12–0.36 ms late at the 99th percentile. A sleep of 20–300 µs woke on time
+//! (10 µs, p99 22–31 µs): the host keeps polling a vCPU that has just halted. (BENCHMARKS.md,
+//! "Timer wake-ups", measures this with `scripts/timer-wakeups.c`.) On bare metal,
 //! deep C-states do the same on a smaller scale, and a CPU that has just gone idle stays shallow.
 //!
 //! So when the daemon's timer will wait longer than the keeper's window, a thread at
 //! `SCHED_IDLE` priority on the daemon's CPU wakes once, a window's length before the timer: the
 //! long halt is cut in two, and the second is short enough to end on time. On the same VM, with
-//! a window of 300 µs, such timers woke 18–20 µs late at the median and 62–67 µs at the 99th
-//! percentile (spinning through the window: 9–13 µs and 65–77 µs, at several times the CPU).
+//! a window of 300 µs, such timers woke 15–20 µs late at the median and 62–72 µs at the 99th
+//! percentile (spinning through the window: 9–13 µs and 47–77 µs, at several times the CPU).
 //! The keeper displaces nothing: any other thread that wants the CPU runs first, the daemon's
 //! SCHED_FIFO thread most of all. Its own CPU time is bounded by a budget per 100 ms period
 //! (while it is spent the keeper sleeps, and wake-ups falling due are skipped), and it is
