@@ -127,6 +127,8 @@ fn table(points: &[Point]) -> Table {
         "queue entries/s",
         "shaper timer wake-ups/s",
         "shaper CPU (cores)",
+        "of which keeper (cores)",
+        "keeper wake-ups / skipped per s",
         "cores per 100 Mbit/s",
         "CPU per data packet (µs)",
         "machine CPU (cores)",
@@ -144,6 +146,12 @@ fn table(points: &[Point]) -> Table {
             format!("{:.0}", p.steady.data_units as f64 / p.steady.seconds),
             format!("{:.0}", p.steady.timer_wakeups as f64 / p.steady.seconds),
             num(Some(p.steady.shaper_cores), 3),
+            num(Some(p.steady.keeper_cores), 4),
+            format!(
+                "{:.0} / {:.0}",
+                p.steady.keeper_wakeups as f64 / p.steady.seconds,
+                p.steady.keeper_skipped as f64 / p.steady.seconds
+            ),
             num(Some(p.per_100()), 3),
             num(p.us_per_packet(), 1),
             num(Some(p.steady.machine_cores), 2),
@@ -189,8 +197,11 @@ fn setup(seconds: f64, warmup: f64) -> Vec<String> {
              direction are sampled; cores per 100 Mbit/s divides the one by the other \
              (Mbit/s of Ethernet frames, as the rate counts them). Data packets are wire \
              packets; queue entries count a GSO packet (taken whole on loss-free queues) \
-             once. Machine CPU: both CPUs' busy time together (/proc/stat), the kernel's \
-             forwarding and both probes included. TCP buffer maxima raised as in `rate`."
+             once. Keeper: the shaper's thread that wakes its CPU before long timer waits \
+             end, by its own thread clock (a part of the shaper's CPU), with its wake-ups \
+             and those its spent budget skipped. Machine CPU: both CPUs' busy time together \
+             (/proc/stat), the kernel's forwarding and both probes included. TCP buffer \
+             maxima raised as in `rate`."
         ),
     ]
 }

@@ -26,6 +26,12 @@ pub struct Steady {
     pub data_units: u64,
     /// Times the shaper's departure timer woke it up.
     pub timer_wakeups: u64,
+    /// The shaper's keeper thread (it wakes the shaper's CPU before long timer waits end): its
+    /// CPU seconds per second, by its own thread clock (part of `shaper_cores`), and its
+    /// wake-ups made and skipped for a spent budget.
+    pub keeper_cores: f64,
+    pub keeper_wakeups: u64,
+    pub keeper_skipped: u64,
 }
 
 impl Steady {
@@ -92,6 +98,9 @@ struct Counters {
     packets: u64,
     units: u64,
     timer_wakeups: u64,
+    keeper_ns: u64,
+    keeper_wakeups: u64,
+    keeper_skipped: u64,
 }
 
 /// The data queue's byte and packet counters and the daemon's timer wake-ups.
@@ -99,10 +108,11 @@ fn counters(lab: &BenchLab, queue_id: &str) -> Result<Counters> {
     let status = lab
         .shaper_status()?
         .ok_or_else(|| Error("the lab runs no shaper".into()))?;
-    let timer_wakeups = status
-        .daemon
-        .as_ref()
-        .map_or(0, |d| d.wakeup_lateness.count);
+    let daemon = status.daemon.as_ref();
+    let timer_wakeups = daemon.map_or(0, |d| d.wakeup_lateness.count);
+    let keeper_ns = daemon.map_or(0, |d| d.keep_awake_cpu_ns);
+    let keeper_wakeups = daemon.map_or(0, |d| d.keep_awake_wakeups);
+    let keeper_skipped = daemon.map_or(0, |d| d.keep_awake_skipped);
     status
         .queues
         .into_iter()
@@ -113,6 +123,9 @@ fn counters(lab: &BenchLab, queue_id: &str) -> Result<Counters> {
             packets: q.stats.packets,
             units: q.stats.units,
             timer_wakeups,
+            keeper_ns,
+            keeper_wakeups,
+            keeper_skipped,
         })
         .ok_or_else(|| Error(format!("the shaper has no queue `{queue_id}`")))
 }
@@ -150,6 +163,9 @@ pub fn steady_state(
         data_packets: last.packets.saturating_sub(first.packets),
         data_units: last.units.saturating_sub(first.units),
         timer_wakeups: last.timer_wakeups.saturating_sub(first.timer_wakeups),
+        keeper_cores: last.keeper_ns.saturating_sub(first.keeper_ns) as f64 / 1e9 / elapsed,
+        keeper_wakeups: last.keeper_wakeups.saturating_sub(first.keeper_wakeups),
+        keeper_skipped: last.keeper_skipped.saturating_sub(first.keeper_skipped),
     }))
 }
 
@@ -186,6 +202,9 @@ mod tests {
             data_packets: 16_512,
             data_units: 1_000,
             timer_wakeups: 0,
+            keeper_cores: 0.0,
+            keeper_wakeups: 0,
+            keeper_skipped: 0,
         };
         assert_eq!(steady.link_mbps(), 100.0);
     }

@@ -3,13 +3,13 @@
 //! Synthetic payloads are deterministic, so a chunk generated once can be sent again and again
 //! from one immutable copy: no byte generation and no fresh buffers per response (generating
 //! and zero-filling them was most of a content server's CPU under load). A copy the HTTP/1.1 fast
-//! path may send by `sendfile` is kept in a sealed memfd or, above 1 MiB, a read-only file of
-//! large folios (`roles::http::sealed`), so that it is not copied into each connection's socket. Media files
+//! path may send by `sendfile` is kept in a read-only file of large folios or a sealed memfd
+//! (`roles::http::sealed`), so that it is not copied into each connection's socket. Media files
 //! are kept likewise, so hot segments skip the blocking pool's per-read thread hops. Entries are
 //! keyed by what names exactly their bytes: a synthetic chunk's strong ETag, a file's path with
 //! its length and modification time (a changed file is a new key; its old copy ages out). The cache
-//! holds at most `budget` bytes of memory, a chunk counted by what it takes (whole pages of a
-//! memfd, whole folios); when a new chunk does not fit, the least recently used entries
+//! holds at most `budget` bytes of memory, a chunk counted by what it takes (its file's
+//! blocks, whole pages); when a new chunk does not fit, the least recently used entries
 //! go first (`crate::lru`, the ICN Content Store's table too). Chunks above `max_entry` are
 //! never kept: the caller streams those as before, so one huge chunk never stalls a runtime
 //! thread while it is generated whole.

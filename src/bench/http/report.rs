@@ -80,6 +80,7 @@ fn table(rows: &[Row]) -> Table {
         "ratio",
         "nginx CPU (cores)",
         "cdnlab CPU (cores)",
+        "CPU per request, nginx / cdnlab (µs)",
         "server CPU busy, nginx / cdnlab (%)",
         "cdnlab server",
     ]);
@@ -93,6 +94,11 @@ fn table(rows: &[Row]) -> Table {
             ratio_text(row.ratio()),
             num(theirs.server_cores, 2),
             num(ours.server_cores, 2),
+            format!(
+                "{} / {}",
+                num(theirs.cpu_per_request_us(), 1),
+                num(ours.cpu_per_request_us(), 1)
+            ),
             format!(
                 "{} / {}",
                 num(theirs.cpu_busy.map(|b| b * 100.0), 0),
@@ -146,7 +152,7 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools, unavailable: &[Strin
         ),
         format!(
             "Objects: segment 0 of a 2 s video at {}. nginx serves them as static files ({FAST_STATIC_SETUP}); `ucs` serves \
-             synthetic payloads generated once and kept in a sealed memfd (up to 1 MiB) or a read-only file of 2 MiB folios (larger), or (media_dir rows) the same files, kept so once read; it sends them by sendfile, but bodies above 512 KiB by copy on connections BBR paces.",
+             synthetic payloads generated once and kept in a read-only file of large folios (as large as fit within it) on a tmpfs of its own, or (media_dir rows) the same files, kept so once read; it sends them by sendfile, but bodies above 512 KiB by copy on connections BBR paces.",
             objects_described()
         ),
         "302 row: nginx `return 302 http://127.0.0.1:PORT$request_uri;` against `urr` with \
@@ -158,7 +164,9 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools, unavailable: &[Strin
          from /proc/PID/stat; and how busy the server's CPU was (/proc/stat, all but idle \
          and iowait), which also counts the loopback's packet processing in softirq that no \
          process is charged for (and anything else the machine ran there): near 100% means \
-         the server's core, not wrk, was the bottleneck."
+         the server's core, not wrk, was the bottleneck. Where it was not, the requests per \
+         second are wrk's as much as the server's, and the CPU per request (the server's \
+         cores over its requests per second) tells the servers' costs apart."
             .into(),
         format!(
             "TCP column: every row runs under {}, each in a network namespace of its own \

@@ -115,6 +115,13 @@ impl Load {
             cpu_busy: column(|l| l.cpu_busy),
         }
     }
+
+    /// The server's CPU time per request served, in µs (none without requests).
+    pub(super) fn cpu_per_request_us(&self) -> Option<f64> {
+        self.server_cores
+            .filter(|_| self.requests_per_s > 0.0)
+            .map(|cores| cores / self.requests_per_s * 1e6)
+    }
 }
 
 /// The numbers read from wrk's summary.
@@ -204,5 +211,18 @@ Transfer/sec:      1.50GB
         assert!(Load::median(&[]).requests_per_s.is_nan());
         assert_eq!(spread(&runs), " (10–30)");
         assert_eq!(spread(&runs[..1]), "");
+    }
+
+    #[test]
+    fn cpu_per_request_is_cores_over_the_rate() {
+        let load = |r, cores| Load {
+            requests_per_s: r,
+            server_cores: cores,
+            cpu_busy: None,
+        };
+        assert_eq!(load(20_000.0, Some(0.5)).cpu_per_request_us(), Some(25.0));
+        assert_eq!(load(20_000.0, None).cpu_per_request_us(), None);
+        assert_eq!(load(0.0, Some(0.5)).cpu_per_request_us(), None);
+        assert_eq!(load(f64::NAN, Some(0.5)).cpu_per_request_us(), None);
     }
 }

@@ -64,7 +64,8 @@ fn chunks_above_the_entry_bound_are_not_made_or_kept() {
 fn the_budget_counts_the_whole_pages_a_chunk_takes() {
     let cache = SegmentCache::new(1 << 20, 1 << 20);
     let calls = Cell::new(0);
-    // 20 000 bytes: sent by `sendfile`, so kept in a memfd of five 4 KiB pages.
+    // 20 000 bytes: sent by `sendfile`, so kept in a file of five 4 KiB pages (a memfd, or
+    // folios that fit within it).
     let chunk = cache
         .get_or_make("a", 20_000, maker(&calls, 3))
         .expect("fits");

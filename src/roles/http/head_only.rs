@@ -395,7 +395,7 @@ mod tests {
 
     const IDLE: Duration = Duration::from_millis(400);
 
-    /// 400 000 bytes of a pattern (`i % 251`), in a sealed memfd (a size sent by `sendfile`).
+    /// 400 000 bytes of a pattern (`i % 251`), in a file (a size sent by `sendfile`).
     static SEALED: std::sync::LazyLock<Sealed> =
         std::sync::LazyLock::new(|| Sealed::new(pattern(400_000)));
 
@@ -613,7 +613,7 @@ mod tests {
     async fn sealed_bodies_arrive_whole_and_in_order_whether_sent_by_sendfile_or_copied() {
         assert!(
             SEALED.file().is_some(),
-            "this kernel makes sealed memfds, so `/sealed` takes `sendfile`"
+            "this kernel makes sealed memfds at least, so `/sealed` takes `sendfile`"
         );
         for congestion in ["reno", "bbr"] {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

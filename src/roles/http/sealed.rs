@@ -1,16 +1,16 @@
-//! Bytes a server sends again and again (a content server's cached chunks), kept in a sealed
-//! memfd that is mapped read-only: the same pages are `Bytes` for everything that wants a
-//! slice (HTTP/2, ranges, small answers) and a file that the HTTP/1.1 fast path hands to the
-//! socket by `sendfile` without copying them, as nginx sends its static files. The seals (no
-//! write, shrink or grow, no further seals) make the pages immutable for as long as any socket
-//! refers to them.
+//! Bytes a server sends again and again (a content server's cached chunks), kept in a file
+//! that cannot change and is mapped read-only: the same pages are `Bytes` for everything that
+//! wants a slice (HTTP/2, ranges, small answers) and a file that the HTTP/1.1 fast path hands
+//! to the socket by `sendfile` without copying them, as nginx sends its static files. The file
+//! is immutable (`large_folios`) or a memfd under seals (no write, shrink or grow, no further
+//! seals), so its pages stay as they are for as long as any socket refers to them.
 //!
 //! Only bytes the fast path may send by `sendfile` (above `MAX_COPIED_BODY`) get a file: each
-//! holds a descriptor and whole pages. Up to `MAX_MEMFD_BYTES` that is a memfd; larger ones go
-//! to a file of 2 MiB folios (`large_folios`), read-only and unnamed rather than sealed, since a
-//! memfd's 4 KiB pages made them slower by `sendfile` than by copy. Others, and any where no
-//! such file can be had (out of descriptors, an old kernel, a seccomp filter, no
-//! `CAP_SYS_ADMIN` for the folios' tmpfs), live on the heap and are copied.
+//! holds a descriptor and whole pages. That file is an unnamed, read-only one of large folios
+//! (`large_folios`), which costs less CPU per `sendfile` than a memfd's 4 KiB pages; where none
+//! can be had (no `CAP_SYS_ADMIN` for its tmpfs, an old kernel, a seccomp filter), a sealed
+//! memfd up to `MAX_MEMFD_BYTES`. Others, and any where no file can be had at all (out of
+//! descriptors), live on the heap and are copied.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -22,8 +22,9 @@ use bytes::Bytes;
 use super::head_only::MAX_COPIED_BODY;
 use super::large_folios;
 
-/// The largest bytes kept in a memfd; larger ones go to 2 MiB folios, which waste less than
-/// half their memory from here on (a 1 MiB chunk in one 2 MiB folio).
+/// The largest bytes kept in a memfd when no file of large folios can be had: larger ones are
+/// copied, since a 2 MB chunk was measured slower by `sendfile` from a memfd's 4 KiB pages
+/// than by copy on one VM (BENCHMARKS.md, http).
 const MAX_MEMFD_BYTES: usize = 1024 * 1024;
 
 /// The machine's page size: what a memfd's memory comes in.
@@ -46,23 +47,27 @@ pub struct Sealed {
 }
 
 impl Sealed {
-    /// `bytes` moved into a sealed memfd or a read-only file of large folios where that is
+    /// `bytes` moved into a read-only file of large folios or a sealed memfd where that is
     /// possible and worth it (see the module's doc), else kept on the heap.
     pub fn new(bytes: Vec<u8>) -> Sealed {
         if bytes.len() <= MAX_COPIED_BODY {
             return Sealed::on_heap(bytes.into());
         }
-        let (file, page) = if bytes.len() <= MAX_MEMFD_BYTES {
-            (sealed_memfd(&bytes), page_bytes())
-        } else {
-            (
-                large_folios::read_only_file(&bytes),
-                large_folios::folio_bytes(),
-            )
-        };
-        match file.and_then(|file| Mapping::new(&file, bytes.len()).map(|map| (file, map))) {
-            Ok((file, mapping)) => Sealed {
-                footprint: bytes.len().div_ceil(page) * page,
+        let stored = large_folios::read_only_file(&bytes)
+            .and_then(|file| Ok((large_folios::allocated_bytes(&file)?, file)))
+            .or_else(|e| {
+                if bytes.len() > MAX_MEMFD_BYTES {
+                    return Err(e);
+                }
+                tracing::debug!("no file of large folios ({e}): the bytes go to a memfd");
+                let page = page_bytes();
+                Ok((bytes.len().div_ceil(page) * page, sealed_memfd(&bytes)?))
+            });
+        match stored.and_then(|(footprint, file)| {
+            Mapping::new(&file, bytes.len()).map(|map| (footprint, file, map))
+        }) {
+            Ok((footprint, file, mapping)) => Sealed {
+                footprint,
                 bytes: Bytes::from_owner(mapping),
                 file: Some(Arc::new(file)),
                 offset: 0,
@@ -86,8 +91,9 @@ impl Sealed {
         }
     }
 
-    /// The memory these bytes' storage takes: whole pages of a memfd, whole folios of a large
-    /// folio file, the bytes themselves on the heap. A slice reports its whole's.
+    /// The memory these bytes' storage takes: the blocks of a large folio file (as the kernel
+    /// counts them), whole pages of a memfd, the bytes themselves on the heap. A slice reports
+    /// its whole's.
     pub fn footprint(&self) -> usize {
         self.footprint
     }
@@ -206,32 +212,32 @@ mod tests {
 
     use super::*;
 
+    /// Whether `file` is a memfd (its /proc link names one) rather than a file of large folios.
+    fn is_memfd(file: &File) -> bool {
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .is_ok_and(|target| target.to_string_lossy().starts_with("/memfd:"))
+    }
+
     #[test]
-    fn bytes_are_kept_in_a_sealed_memfd_that_their_slices_share() {
+    fn bytes_are_kept_in_a_file_that_takes_no_write_and_their_slices_share_it() {
         let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
         let sealed = Sealed::new(bytes.clone());
         assert_eq!(&sealed.bytes()[..], &bytes[..]);
-        let (file, offset) = sealed.file().expect("this kernel makes sealed memfds");
+        let (file, offset) = sealed
+            .file()
+            .expect("this kernel makes sealed memfds at least");
         assert_eq!(offset, 0);
         let mut read = vec![0u8; bytes.len()];
         file.read_exact_at(&mut read, 0).unwrap();
         assert_eq!(read, bytes, "the file holds the bytes");
-        // SAFETY: fcntl on an open descriptor.
-        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
-        let wanted =
-            libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
-        assert_eq!(seals & wanted, wanted, "seals {seals:#x}");
-        assert!(
-            file.write_at(b"x", 0).is_err(),
-            "a sealed memfd took a write"
-        );
-        assert!(file.set_len(1).is_err(), "a sealed memfd shrank");
+        assert!(file.write_at(b"x", 0).is_err(), "the file took a write");
+        assert!(file.set_len(1).is_err(), "the file shrank");
 
         let slice = sealed.slice(1000, 500);
         assert_eq!(&slice.bytes()[..], &bytes[1000..1500]);
         let (slice_file, slice_offset) = slice.file().unwrap();
         assert_eq!(slice_offset, 1000);
-        assert_eq!(slice_file.as_raw_fd(), file.as_raw_fd(), "one memfd");
+        assert_eq!(slice_file.as_raw_fd(), file.as_raw_fd(), "one file");
         let inner = slice.slice(100, 10);
         assert_eq!(inner.file().unwrap().1, 1100);
         assert_eq!(&inner.bytes()[..], &bytes[1100..1110]);
@@ -243,58 +249,54 @@ mod tests {
         );
     }
 
+    /// The fallback where no file of large folios can be had.
     #[test]
-    fn sizes_copied_with_their_heads_get_no_memfd_and_larger_ones_a_folio_file() {
+    fn a_memfd_is_sealed_against_writes_and_changes_of_size() {
+        let file = sealed_memfd(&[7u8; 20_000]).unwrap();
+        assert!(is_memfd(&file));
+        // SAFETY: fcntl on an open descriptor.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        let wanted =
+            libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+        assert_eq!(seals & wanted, wanted, "seals {seals:#x}");
+        assert!(
+            file.write_at(b"x", 0).is_err(),
+            "a sealed memfd took a write"
+        );
+        assert!(file.set_len(1).is_err(), "a sealed memfd shrank");
+        assert!(file.set_len(40_000).is_err(), "a sealed memfd grew");
+    }
+
+    /// As root (CI), every size sent by `sendfile` goes to a file of large folios, which takes
+    /// its whole pages and no more; without the mount, a memfd up to `MAX_MEMFD_BYTES` and the
+    /// heap above.
+    #[test]
+    fn sizes_copied_with_their_heads_get_no_file_and_larger_ones_a_folio_file() {
         let may_mount = large_folios::may_mount();
-        for (len, memfd) in [
-            (0, false),
-            (16 * 1024, false),
-            (16 * 1024 + 1, true),
-            (600_000, true),
-            (MAX_MEMFD_BYTES, true),
-        ] {
+        let pages = |len: usize| len.div_ceil(page_bytes()) * page_bytes();
+        for len in [0, 16 * 1024] {
             let sealed = Sealed::new(vec![1u8; len]);
-            assert_eq!(sealed.len(), len);
-            assert_eq!(sealed.file().is_some(), memfd, "{len} bytes");
-            let pages = if memfd {
-                len.div_ceil(page_bytes()) * page_bytes()
-            } else {
-                len
-            };
-            assert_eq!(sealed.footprint(), pages, "{len} bytes");
-            if let Some((file, _)) = sealed.file() {
-                // SAFETY: fcntl on an open descriptor.
-                let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
-                assert!(seals & libc::F_SEAL_WRITE != 0, "{len} bytes: not sealed");
-            }
+            assert!(sealed.file().is_none(), "{len} bytes");
+            assert_eq!(sealed.footprint(), len, "{len} bytes");
         }
-        // Above a memfd's sizes: a read-only file of large folios, made where the mount is
-        // allowed (CAP_SYS_ADMIN), else the heap.
-        let bytes: Vec<u8> = (0..2_000_000u32).map(|i| (i % 241) as u8).collect();
-        let large = Sealed::new(bytes.clone());
-        assert_eq!(&large.bytes()[..], &bytes[..]);
-        assert_eq!(
-            large.file().is_some(),
-            may_mount,
-            "2 MB, may mount: {may_mount}"
-        );
-        let footprint = if may_mount {
-            large_folios::folio_bytes()
-        } else {
-            bytes.len()
-        };
-        assert_eq!(large.footprint(), footprint);
-        assert_eq!(
-            large.slice(5, 100).footprint(),
-            footprint,
-            "a slice keeps it all"
-        );
-        if let Some((file, offset)) = large.slice(5, 100).file() {
-            assert_eq!(offset, 5);
-            assert!(
-                file.write_at(b"x", 0).is_err(),
-                "the folio file took a write"
+        for len in [16 * 1024 + 1, 600_000, MAX_MEMFD_BYTES, 2_000_000] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 241) as u8).collect();
+            let sealed = Sealed::new(bytes.clone());
+            assert_eq!(&sealed.bytes()[..], &bytes[..], "{len} bytes");
+            let in_file = may_mount || len <= MAX_MEMFD_BYTES;
+            assert_eq!(sealed.file().is_some(), in_file, "{len} bytes");
+            let footprint = if in_file { pages(len) } else { len };
+            assert_eq!(sealed.footprint(), footprint, "{len} bytes");
+            assert_eq!(
+                sealed.slice(5, 100).footprint(),
+                footprint,
+                "a slice keeps it all"
             );
+            if let Some((file, offset)) = sealed.slice(5, 100).file() {
+                assert_eq!(offset, 5);
+                assert_eq!(is_memfd(file), !may_mount, "{len} bytes");
+                assert!(file.write_at(b"x", 0).is_err(), "{len} bytes took a write");
+            }
         }
     }
 }
