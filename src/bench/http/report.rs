@@ -152,7 +152,7 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools, unavailable: &[Strin
         ),
         format!(
             "Objects: segment 0 of a 2 s video at {}. nginx serves them as static files ({FAST_STATIC_SETUP}); `ucs` serves \
-             synthetic payloads generated once and kept in a read-only file of large folios (as large as fit within it) on a tmpfs of its own, or (media_dir rows) the same files, kept so once read; it sends them by sendfile, but bodies above 512 KiB by copy on connections BBR paces.",
+             synthetic payloads generated once and kept in a read-only file of large folios on a tmpfs of its own (from Linux 6.14 as large as fit within the chunk; before, 2 MiB ones for chunks above 1 MiB and a sealed memfd for the rest), or (media_dir rows) the same files, kept so once read; it sends them by sendfile, but bodies above 512 KiB by copy on connections BBR paces.",
             objects_described()
         ),
         "302 row: nginx `return 302 http://127.0.0.1:PORT$request_uri;` against `urr` with \

@@ -1,16 +1,18 @@
 //! Files whose memory comes in folios as large as their size allows, for the chunks the
-//! fast path sends by `sendfile`: a 500 KB chunk in folios of 256, 128, 64 and 32 KiB and a
-//! few pages rather than 123 pages of 4 KiB, a 2 MB one in five folios and a page rather than
+//! fast path sends by `sendfile`: a 500 KB chunk in folios of 256, 128, 64, 32 and 8 KiB and
+//! a page rather than 123 pages of 4 KiB, a 2 MB one in five folios and a page rather than
 //! 489 pages. The kernel looks a file's memory up folio by folio, and the fewer folios cost a
 //! content server less CPU per request: as little as nginx's at 100 KB and 500 KB, where a
 //! memfd's pages cost 10–20% more (BENCHMARKS.md, http).
 //!
 //! A memfd gets such folios only if the machine's shmem huge pages are on; a tmpfs mounted with
-//! `huge=within_size` gets them whatever that setting (unless `deny`). From Linux 6.14 on, a
-//! write into it takes folios of every size up to 2 MiB that fit within the file's size, so a
-//! chunk wastes no memory beyond its last page; before, only whole 2 MiB folios, so smaller
-//! chunks have 4 KiB pages as in a memfd. The memory a file takes is read back from its block
-//! count, not assumed.
+//! `huge=` gets them whatever that setting (unless `deny`). From Linux 6.14 on, mounted
+//! `huge=within_size`, a file takes folios of every size up to 2 MiB that fit within its size,
+//! so a chunk wastes no memory beyond its last page. Before, a tmpfs has no folios but 2 MiB
+//! ones, so the mount is `huge=always` and only chunks large enough to pay for a whole folio go
+//! there (`every_folio_size`; smaller ones stay in a memfd's pages). Each file's size is set
+//! before it is written, so a kernel that decides by the size sees the whole chunk. The memory
+//! a file takes is read back from its block count, not assumed.
 //!
 //! The tmpfs is the process's own and attached nowhere (`fsopen` and `fsmount` without
 //! `move_mount`): no path reaches it but this process's descriptors, and it goes with the
@@ -40,6 +42,28 @@ const MOUNT_ATTR_NOEXEC: libc::c_uint = 0x8;
 // From linux/fs.h.
 const FS_IMMUTABLE_FL: libc::c_long = 0x10;
 
+/// Whether this kernel's tmpfs has folios of every size up to 2 MiB (Linux 6.14 on), by the
+/// release it reports.
+pub(super) fn every_folio_size() -> bool {
+    static EVERY: OnceLock<bool> = OnceLock::new();
+    *EVERY.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .is_ok_and(|release| release_at_least(&release, (6, 14)))
+    })
+}
+
+/// Whether a kernel release such as `6.18.44-fc` is `major.minor` or later.
+fn release_at_least(release: &str, (major, minor): (u32, u32)) -> bool {
+    let mut numbers = release
+        .trim()
+        .split(['.', '-'])
+        .map(|n| n.parse::<u32>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(a), Some(b)) => (a, b) >= (major, minor),
+        _ => false,
+    }
+}
+
 /// The process's tmpfs, made on first use; `None` if it could not be made.
 static MOUNT: OnceLock<Option<OwnedFd>> = OnceLock::new();
 
@@ -63,6 +87,8 @@ pub(super) fn read_only_file(bytes: &[u8]) -> io::Result<File> {
         )
     };
     let mut writable = File::from(owned(fd)?);
+    // The final size first: a kernel that sizes folios by it sees the whole chunk at once.
+    writable.set_len(u64::try_from(bytes.len()).map_err(io::Error::other)?)?;
     writable.write_all(bytes)?;
     make_immutable(&writable)?;
     // The magic link reopens this very file, unnamed as it is.
@@ -86,7 +112,8 @@ fn make_immutable(file: &File) -> io::Result<()> {
     check(unsafe { libc::ioctl(file.as_raw_fd(), libc::FS_IOC_SETFLAGS, &flags) }.into())
 }
 
-/// A tmpfs with `huge=within_size`, not attached anywhere: the descriptor is the only way in.
+/// A tmpfs with large folios (`huge=within_size` where it has every size, else `huge=always`),
+/// not attached anywhere: the descriptor is the only way in.
 fn private_tmpfs() -> io::Result<OwnedFd> {
     // `deny` overrides every mount's `huge=`: its files would have 4 KiB pages, which a memfd
     // has already, with seals.
@@ -98,7 +125,12 @@ fn private_tmpfs() -> io::Result<OwnedFd> {
     let context = owned(unsafe {
         libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) as libc::c_int
     })?;
-    for (key, value) in [(c"huge", c"within_size"), (c"mode", c"0700")] {
+    let huge = if every_folio_size() {
+        c"within_size"
+    } else {
+        c"always"
+    };
+    for (key, value) in [(c"huge", huge), (c"mode", c"0700")] {
         set(&context, key, value)?;
     }
     // SAFETY: fsconfig on the context just made, with no key or value for this command.
@@ -172,6 +204,7 @@ pub(super) fn may_mount() -> bool {
 mod tests {
     use std::os::unix::fs::FileExt;
 
+    use super::super::sealed::{page_bytes, Mapping};
     use super::*;
 
     /// With `CAP_SYS_ADMIN` (CI runs as root) the file is made: on a tmpfs, with its bytes,
@@ -210,62 +243,78 @@ mod tests {
     /// its whole pages and no more, on kernels whose tmpfs has folios of every size (6.14 on).
     #[test]
     fn a_chunk_below_2_mib_is_in_large_folios_that_fit_within_it() {
+        if !every_folio_size() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "needs Linux 6.14 or later, whose tmpfs has folios of every size"
+            );
+            eprintln!("skipped: this kernel's tmpfs has no folios between 4 KiB and 2 MiB");
+            return;
+        }
         let bytes: Vec<u8> = (0..500_000u32).map(|i| (i % 251) as u8).collect();
         let file = match read_only_file(&bytes) {
             Ok(file) => file,
             Err(e) if !may_mount() && e.kind() == io::ErrorKind::Unsupported => return,
             Err(e) => panic!("with CAP_SYS_ADMIN the tmpfs is made: {e}"),
         };
+        let page = page_bytes();
         assert_eq!(
             allocated_bytes(&file).unwrap(),
-            500_000usize.div_ceil(4096) * 4096
+            500_000usize.div_ceil(page) * page
         );
-        if !tmpfs_has_folios_of_every_size() && std::env::var_os("CI").is_none() {
-            eprintln!("skipped: this kernel's tmpfs has no folios between 4 KiB and 2 MiB");
-            return;
-        }
         let large = bytes_in_large_folios(&file, bytes.len());
-        // 256 + 128 + 64 + 32 KiB and the rest in pages, where memory is not too fragmented
-        // for such folios; at least the largest of them.
+        // 256 + 128 + 64 + 32 + 8 KiB and a page, where memory is not too fragmented for such
+        // folios; at least the largest of them.
         assert!(large >= 256 * 1024, "{large} bytes in large folios");
     }
 
-    /// Linux 6.14 on, by the kernel's release.
-    fn tmpfs_has_folios_of_every_size() -> bool {
-        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let mut numbers = release
-            .split(['.', '-'])
-            .map(|n| n.parse::<u32>().unwrap_or(0));
-        (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0)) >= (6, 14)
+    #[test]
+    fn kernel_releases_compare_by_major_and_minor() {
+        assert!(release_at_least("6.18.44-fc-v1147\n", (6, 14)));
+        assert!(release_at_least("6.14", (6, 14)));
+        assert!(release_at_least("7.0.1", (6, 14)));
+        assert!(!release_at_least("6.13.9", (6, 14)));
+        assert!(!release_at_least("5.19.0-generic", (6, 14)));
+        assert!(!release_at_least("garbage", (6, 14)));
+    }
+
+    /// A read-only mapping of `len` bytes of `file`, every page touched so it is present.
+    fn touched_mapping(file: &File, len: usize) -> Mapping {
+        let mapping = Mapping::new(file, len).unwrap();
+        let touched: u64 = mapping
+            .as_ref()
+            .iter()
+            .step_by(page_bytes())
+            .map(|&b| u64::from(b))
+            .sum();
+        std::hint::black_box(touched);
+        mapping
     }
 
     /// How many of the first `len` bytes of `file` lie in folios larger than a page, by the
     /// page flags of the pages a mapping of it reaches (/proc/self/pagemap and
     /// /proc/kpageflags, which need root).
     fn bytes_in_large_folios(file: &File, len: usize) -> usize {
-        // From linux/kernel-page-flags.h.
+        // From linux/kernel-page-flags.h and Documentation/admin-guide/mm/pagemap.rst.
         const KPF_COMPOUND_HEAD: u64 = 1 << 15;
         const KPF_COMPOUND_TAIL: u64 = 1 << 16;
+        const PRESENT: u64 = 1 << 63;
         const PFN_MASK: u64 = (1 << 55) - 1;
-        let page = 4096;
-        let mapping = super::super::sealed::Mapping::new(file, len).unwrap();
-        let bytes = mapping.as_ref();
-        let touched: u64 = bytes.iter().step_by(page).map(|&b| u64::from(b)).sum();
-        std::hint::black_box(touched);
+        let page = page_bytes();
+        let mapping = touched_mapping(file, len);
         let pagemap = File::open("/proc/self/pagemap").unwrap();
         let flags = File::open("/proc/kpageflags").unwrap();
-        let first = bytes.as_ptr() as usize / page;
+        let first = mapping.as_ref().as_ptr() as usize / page;
         let mut large = 0;
         for index in 0..len.div_ceil(page) {
             let mut entry = [0u8; 8];
             pagemap
                 .read_exact_at(&mut entry, ((first + index) * 8) as u64)
                 .unwrap();
-            let pfn = u64::from_le_bytes(entry) & PFN_MASK;
-            assert_ne!(
-                pfn, 0,
-                "page {index} is not present, or its frame is hidden"
-            );
+            let entry = u64::from_le_bytes(entry);
+            assert!(entry & PRESENT != 0, "page {index} is not present");
+            let pfn = entry & PFN_MASK;
+            assert_ne!(pfn, 0, "page {index}: its frame is hidden (not root?)");
             let mut word = [0u8; 8];
             flags.read_exact_at(&mut word, pfn * 8).unwrap();
             if u64::from_le_bytes(word) & (KPF_COMPOUND_HEAD | KPF_COMPOUND_TAIL) != 0 {
@@ -278,12 +327,9 @@ mod tests {
     /// Maps `len` bytes of `file`, touches every page, and returns the kB of the mapping
     /// that /proc/self/smaps counts as mapped by 2 MiB entries (`ShmemPmdMapped`).
     fn pmd_mapped_kib(file: &File, len: usize) -> u64 {
-        let mapping = super::super::sealed::Mapping::new(file, len).unwrap();
-        let bytes = mapping.as_ref();
-        let touched: u64 = bytes.iter().step_by(4096).map(|&b| u64::from(b)).sum();
-        std::hint::black_box(touched);
+        let mapping = touched_mapping(file, len);
         let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let start = format!("{:x}-", bytes.as_ptr() as usize);
+        let start = format!("{:x}-", mapping.as_ref().as_ptr() as usize);
         smaps
             .lines()
             .skip_while(|line| !line.starts_with(&start))

@@ -7,10 +7,11 @@
 //!
 //! Only bytes the fast path may send by `sendfile` (above `MAX_COPIED_BODY`) get a file: each
 //! holds a descriptor and whole pages. That file is an unnamed, read-only one of large folios
-//! (`large_folios`), which costs less CPU per `sendfile` than a memfd's 4 KiB pages; where none
-//! can be had (no `CAP_SYS_ADMIN` for its tmpfs, an old kernel, a seccomp filter), a sealed
-//! memfd up to `MAX_MEMFD_BYTES`. Others, and any where no file can be had at all (out of
-//! descriptors), live on the heap and are copied.
+//! (`large_folios`), which costs less CPU per `sendfile` than a memfd's 4 KiB pages; on kernels
+//! before 6.14, whose folios there are all 2 MiB, only for bytes above `MAX_MEMFD_BYTES`. The
+//! rest, and any where that file cannot be had (no `CAP_SYS_ADMIN` for its tmpfs, a seccomp
+//! filter), go to a sealed memfd up to `MAX_MEMFD_BYTES`. Others, and any where no file can be
+//! had at all (out of descriptors), live on the heap and are copied.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -22,13 +23,15 @@ use bytes::Bytes;
 use super::head_only::MAX_COPIED_BODY;
 use super::large_folios;
 
-/// The largest bytes kept in a memfd when no file of large folios can be had: larger ones are
-/// copied, since a 2 MB chunk was measured slower by `sendfile` from a memfd's 4 KiB pages
-/// than by copy on one VM (BENCHMARKS.md, http).
+/// The largest bytes kept in a memfd: where no file of large folios can be had, larger ones
+/// are copied, since a 2 MB chunk was measured slower by `sendfile` from a memfd's 4 KiB pages
+/// than by copy on one VM (BENCHMARKS.md, http); where only 2 MiB folios can be had, smaller
+/// ones go to a memfd, since a folio would waste more than half its memory on them.
 const MAX_MEMFD_BYTES: usize = 1024 * 1024;
 
 /// The machine's page size: what a memfd's memory comes in.
-fn page_bytes() -> usize {
+#[cfg(test)]
+pub(super) fn page_bytes() -> usize {
     // SAFETY: sysconf has no preconditions.
     usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
 }
@@ -53,16 +56,24 @@ impl Sealed {
         if bytes.len() <= MAX_COPIED_BODY {
             return Sealed::on_heap(bytes.into());
         }
-        let stored = large_folios::read_only_file(&bytes)
-            .and_then(|file| Ok((large_folios::allocated_bytes(&file)?, file)))
-            .or_else(|e| {
-                if bytes.len() > MAX_MEMFD_BYTES {
-                    return Err(e);
-                }
-                tracing::debug!("no file of large folios ({e}): the bytes go to a memfd");
-                let page = page_bytes();
-                Ok((bytes.len().div_ceil(page) * page, sealed_memfd(&bytes)?))
-            });
+        let in_folios = large_folios::every_folio_size() || bytes.len() > MAX_MEMFD_BYTES;
+        let in_memfd = || {
+            let file = sealed_memfd(&bytes)?;
+            Ok((large_folios::allocated_bytes(&file)?, file))
+        };
+        let stored = if in_folios {
+            large_folios::read_only_file(&bytes)
+                .and_then(|file| Ok((large_folios::allocated_bytes(&file)?, file)))
+                .or_else(|e| {
+                    if bytes.len() > MAX_MEMFD_BYTES {
+                        return Err(e);
+                    }
+                    tracing::debug!("no file of large folios ({e}): the bytes go to a memfd");
+                    in_memfd()
+                })
+        } else {
+            in_memfd()
+        };
         match stored.and_then(|(footprint, file)| {
             Mapping::new(&file, bytes.len()).map(|map| (footprint, file, map))
         }) {
@@ -218,6 +229,18 @@ mod tests {
             .is_ok_and(|target| target.to_string_lossy().starts_with("/memfd:"))
     }
 
+    /// Whether no write can reach `file` any more: a memfd sealed against writes, or a file
+    /// that cannot be opened for writing again (immutable), even through its /proc link.
+    fn takes_no_write(file: &File) -> bool {
+        if is_memfd(file) {
+            // SAFETY: fcntl on an open descriptor.
+            let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+            return seals >= 0 && seals & libc::F_SEAL_WRITE != 0;
+        }
+        let link = format!("/proc/self/fd/{}", file.as_raw_fd());
+        std::fs::OpenOptions::new().write(true).open(link).is_err()
+    }
+
     #[test]
     fn bytes_are_kept_in_a_file_that_takes_no_write_and_their_slices_share_it() {
         let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
@@ -230,8 +253,7 @@ mod tests {
         let mut read = vec![0u8; bytes.len()];
         file.read_exact_at(&mut read, 0).unwrap();
         assert_eq!(read, bytes, "the file holds the bytes");
-        assert!(file.write_at(b"x", 0).is_err(), "the file took a write");
-        assert!(file.set_len(1).is_err(), "the file shrank");
+        assert!(takes_no_write(file), "the file can still be written");
 
         let slice = sealed.slice(1000, 500);
         assert_eq!(&slice.bytes()[..], &bytes[1000..1500]);
@@ -267,13 +289,14 @@ mod tests {
         assert!(file.set_len(40_000).is_err(), "a sealed memfd grew");
     }
 
-    /// As root (CI), every size sent by `sendfile` goes to a file of large folios, which takes
-    /// its whole pages and no more; without the mount, a memfd up to `MAX_MEMFD_BYTES` and the
-    /// heap above.
+    /// As root (CI), every size sent by `sendfile` goes to a file of large folios (on kernels
+    /// before 6.14 only those above `MAX_MEMFD_BYTES`), which takes what its folios take;
+    /// otherwise a memfd up to `MAX_MEMFD_BYTES`, of whole pages, and the heap above. No file
+    /// can be opened for writing again, whatever it is.
     #[test]
-    fn sizes_copied_with_their_heads_get_no_file_and_larger_ones_a_folio_file() {
+    fn sizes_copied_with_their_heads_get_no_file_and_larger_ones_a_file() {
         let may_mount = large_folios::may_mount();
-        let pages = |len: usize| len.div_ceil(page_bytes()) * page_bytes();
+        let round = |len: usize, unit: usize| len.div_ceil(unit) * unit;
         for len in [0, 16 * 1024] {
             let sealed = Sealed::new(vec![1u8; len]);
             assert!(sealed.file().is_none(), "{len} bytes");
@@ -283,9 +306,17 @@ mod tests {
             let bytes: Vec<u8> = (0..len).map(|i| (i % 241) as u8).collect();
             let sealed = Sealed::new(bytes.clone());
             assert_eq!(&sealed.bytes()[..], &bytes[..], "{len} bytes");
-            let in_file = may_mount || len <= MAX_MEMFD_BYTES;
+            let in_folios =
+                may_mount && (large_folios::every_folio_size() || len > MAX_MEMFD_BYTES);
+            let in_file = in_folios || len <= MAX_MEMFD_BYTES;
             assert_eq!(sealed.file().is_some(), in_file, "{len} bytes");
-            let footprint = if in_file { pages(len) } else { len };
+            let footprint = match (in_file, large_folios::every_folio_size()) {
+                (false, _) => len,
+                (true, true) => round(len, page_bytes()),
+                // Before 6.14 a file of folios takes whole 2 MiB ones.
+                (true, false) if in_folios => round(len, 2 * 1024 * 1024),
+                (true, false) => round(len, page_bytes()),
+            };
             assert_eq!(sealed.footprint(), footprint, "{len} bytes");
             assert_eq!(
                 sealed.slice(5, 100).footprint(),
@@ -294,8 +325,8 @@ mod tests {
             );
             if let Some((file, offset)) = sealed.slice(5, 100).file() {
                 assert_eq!(offset, 5);
-                assert_eq!(is_memfd(file), !may_mount, "{len} bytes");
-                assert!(file.write_at(b"x", 0).is_err(), "{len} bytes took a write");
+                assert_eq!(is_memfd(file), !in_folios, "{len} bytes");
+                assert!(takes_no_write(file), "{len} bytes can still be written");
             }
         }
     }
