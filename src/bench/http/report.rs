@@ -96,8 +96,8 @@ fn table(rows: &[Row]) -> Table {
             num(ours.server_cores, 2),
             format!(
                 "{} / {}",
-                num(theirs.cpu_per_request_us(), 1),
-                num(ours.cpu_per_request_us(), 1)
+                num(theirs.cpu_per_request_us, 1),
+                num(ours.cpu_per_request_us, 1)
             ),
             format!(
                 "{} / {}",
@@ -166,7 +166,8 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools, unavailable: &[Strin
          process is charged for (and anything else the machine ran there): near 100% means \
          the server's core, not wrk, was the bottleneck. Where it was not, the requests per \
          second are wrk's as much as the server's, and the CPU per request (the server's \
-         cores over its requests per second) tells the servers' costs apart."
+         cores over its requests per second, of each run; the median of the runs) tells the \
+         servers' costs apart."
             .into(),
         format!(
             "TCP column: every row runs under {}, each in a network namespace of its own \

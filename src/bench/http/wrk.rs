@@ -22,6 +22,9 @@ pub(super) struct Load {
     pub(super) server_cores: Option<f64>,
     /// The fraction of the server's pinned CPU that was busy (`None` unpinned).
     pub(super) cpu_busy: Option<f64>,
+    /// The server's CPU time per request served, in µs (none without requests), of the same
+    /// run: a median over runs is then one run's, not one run's CPU over another's rate.
+    pub(super) cpu_per_request_us: Option<f64>,
 }
 
 /// wrk against `server`'s `port` for `seconds`, with the server's CPU over the run.
@@ -66,6 +69,7 @@ pub(super) fn load(
         requests_per_s: report.requests_per_s,
         server_cores,
         cpu_busy: busy_fraction(cpu_before, cpu_after),
+        cpu_per_request_us: cpu_per_request_us(server_cores, report.requests_per_s),
     })
 }
 
@@ -113,15 +117,17 @@ impl Load {
             requests_per_s: column(|l| Some(l.requests_per_s)).unwrap_or(f64::NAN),
             server_cores: column(|l| l.server_cores),
             cpu_busy: column(|l| l.cpu_busy),
+            cpu_per_request_us: column(|l| l.cpu_per_request_us),
         }
     }
+}
 
-    /// The server's CPU time per request served, in µs (none without requests).
-    pub(super) fn cpu_per_request_us(&self) -> Option<f64> {
-        self.server_cores
-            .filter(|_| self.requests_per_s > 0.0)
-            .map(|cores| cores / self.requests_per_s * 1e6)
-    }
+/// CPU time per request in µs from a run's `cores` and `requests_per_s` (none without
+/// requests).
+fn cpu_per_request_us(cores: Option<f64>, requests_per_s: f64) -> Option<f64> {
+    cores
+        .filter(|_| requests_per_s > 0.0)
+        .map(|cores| cores / requests_per_s * 1e6)
 }
 
 /// The numbers read from wrk's summary.
@@ -197,17 +203,22 @@ Transfer/sec:      1.50GB
 
     #[test]
     fn medians_per_column() {
-        let run = |r, cores, busy| Load {
+        let run = |r, cores, busy, per| Load {
             requests_per_s: r,
             server_cores: cores,
             cpu_busy: busy,
+            cpu_per_request_us: per,
         };
         let runs = [
-            run(10.0, Some(0.5), None),
-            run(30.0, Some(0.9), None),
-            run(20.0, None, None),
+            run(10.0, Some(0.5), None, Some(50_000.0)),
+            run(30.0, Some(0.9), None, Some(30_000.0)),
+            run(20.0, None, None, None),
         ];
-        assert_eq!(Load::median(&runs), run(20.0, Some(0.7), None));
+        assert_eq!(
+            Load::median(&runs),
+            run(20.0, Some(0.7), None, Some(40_000.0)),
+            "each column's own median, CPU per request of the runs themselves"
+        );
         assert!(Load::median(&[]).requests_per_s.is_nan());
         assert_eq!(spread(&runs), " (10–30)");
         assert_eq!(spread(&runs[..1]), "");
@@ -215,14 +226,9 @@ Transfer/sec:      1.50GB
 
     #[test]
     fn cpu_per_request_is_cores_over_the_rate() {
-        let load = |r, cores| Load {
-            requests_per_s: r,
-            server_cores: cores,
-            cpu_busy: None,
-        };
-        assert_eq!(load(20_000.0, Some(0.5)).cpu_per_request_us(), Some(25.0));
-        assert_eq!(load(20_000.0, None).cpu_per_request_us(), None);
-        assert_eq!(load(0.0, Some(0.5)).cpu_per_request_us(), None);
-        assert_eq!(load(f64::NAN, Some(0.5)).cpu_per_request_us(), None);
+        assert_eq!(cpu_per_request_us(Some(0.5), 20_000.0), Some(25.0));
+        assert_eq!(cpu_per_request_us(None, 20_000.0), None);
+        assert_eq!(cpu_per_request_us(Some(0.5), 0.0), None);
+        assert_eq!(cpu_per_request_us(Some(0.5), f64::NAN), None);
     }
 }

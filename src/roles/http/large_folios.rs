@@ -77,6 +77,17 @@ pub(super) fn read_only_file(bytes: &[u8]) -> io::Result<File> {
         })
         .as_ref()
         .ok_or(io::ErrorKind::Unsupported)?;
+    let mut writable = unnamed_file(mount)?;
+    // The final size first: a kernel that sizes folios by it sees the whole chunk at once.
+    writable.set_len(u64::try_from(bytes.len()).map_err(io::Error::other)?)?;
+    writable.write_all(bytes)?;
+    make_immutable(&writable)?;
+    // The magic link reopens this very file, unnamed as it is.
+    File::open(format!("/proc/self/fd/{}", writable.as_raw_fd()))
+}
+
+/// A new unnamed file on `mount`, open for reading and writing.
+fn unnamed_file(mount: &OwnedFd) -> io::Result<File> {
     // SAFETY: a NUL-terminated path relative to an open directory descriptor; checked.
     let fd = unsafe {
         libc::openat(
@@ -86,13 +97,7 @@ pub(super) fn read_only_file(bytes: &[u8]) -> io::Result<File> {
             0o600,
         )
     };
-    let mut writable = File::from(owned(fd)?);
-    // The final size first: a kernel that sizes folios by it sees the whole chunk at once.
-    writable.set_len(u64::try_from(bytes.len()).map_err(io::Error::other)?)?;
-    writable.write_all(bytes)?;
-    make_immutable(&writable)?;
-    // The magic link reopens this very file, unnamed as it is.
-    File::open(format!("/proc/self/fd/{}", writable.as_raw_fd()))
+    Ok(File::from(owned(fd)?))
 }
 
 /// The memory `file`'s pages and folios take, as the kernel counts its blocks.
@@ -145,14 +150,18 @@ fn private_tmpfs() -> io::Result<OwnedFd> {
         )
     })?;
     // SAFETY: fsmount of a created context with plain flags; the result is checked.
-    owned(unsafe {
+    let mount = owned(unsafe {
         libc::syscall(
             libc::SYS_fsmount,
             context.as_raw_fd(),
             FSMOUNT_CLOEXEC,
             MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
         ) as libc::c_int
-    })
+    })?;
+    // Without `CAP_LINUX_IMMUTABLE` no file here could be made immutable: found out once,
+    // rather than by writing every chunk here and then again elsewhere.
+    make_immutable(&unnamed_file(&mount)?)?;
+    Ok(mount)
 }
 
 /// One `key=value` option of a filesystem context.
