@@ -57,25 +57,21 @@ impl Sealed {
             return Sealed::on_heap(bytes.into());
         }
         let in_folios = large_folios::every_folio_size() || bytes.len() > MAX_MEMFD_BYTES;
-        let in_memfd = || {
-            let file = sealed_memfd(&bytes)?;
-            Ok((large_folios::allocated_bytes(&file)?, file))
-        };
-        let stored = if in_folios {
-            large_folios::read_only_file(&bytes)
-                .and_then(|file| Ok((large_folios::allocated_bytes(&file)?, file)))
-                .or_else(|e| {
-                    if bytes.len() > MAX_MEMFD_BYTES {
-                        return Err(e);
-                    }
-                    tracing::debug!("no file of large folios ({e}): the bytes go to a memfd");
-                    in_memfd()
-                })
+        let file = if in_folios {
+            large_folios::read_only_file(&bytes).or_else(|e| {
+                if bytes.len() > MAX_MEMFD_BYTES {
+                    return Err(e);
+                }
+                tracing::debug!("no file of large folios ({e}): the bytes go to a memfd");
+                sealed_memfd(&bytes)
+            })
         } else {
-            in_memfd()
+            sealed_memfd(&bytes)
         };
-        match stored.and_then(|(footprint, file)| {
-            Mapping::new(&file, bytes.len()).map(|map| (footprint, file, map))
+        match file.and_then(|file| {
+            let footprint = large_folios::allocated_bytes(&file)?;
+            let mapping = Mapping::new(&file, bytes.len())?;
+            Ok((footprint, file, mapping))
         }) {
             Ok((footprint, file, mapping)) => Sealed {
                 footprint,
