@@ -40,7 +40,7 @@ pub use crate::daemon_config::{
 };
 use crate::daemon_control::check_impairments;
 pub use crate::daemon_control::{
-    parse_request, request, DaemonStatus, QueueStatus, Request, Response,
+    parse_request, request, DaemonStatus, KeeperStatus, QueueStatus, Request, Response,
 };
 use crate::daemon_keeper::Keeper;
 use crate::daemon_schedule::{ArrivalClock, Held, Schedule, WakeupLead};
@@ -647,11 +647,7 @@ impl Daemon {
                 let mut status = self.status.clone();
                 status.held = self.schedule.len();
                 status.wakeup_lead_ns = self.lead.lead_ns();
-                if let Some(report) = self.keeper.as_ref().map(Keeper::report) {
-                    status.keep_awake_cpu_ns = report.cpu_ns;
-                    status.keep_awake_wakeups = report.wakeups;
-                    status.keep_awake_skipped = report.skipped;
-                }
+                status.keeper = self.keeper.as_ref().map(Keeper::report);
                 Response {
                     queues: Some(queues),
                     daemon: Some(status),

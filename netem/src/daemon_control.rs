@@ -77,14 +77,20 @@ pub struct DaemonStatus {
     /// How the packets' arrival times were taken (the kernel's stamp or the daemon's read).
     #[serde(default)]
     pub arrivals: ArrivalStats,
-    /// The keeper (which wakes the daemon's CPU before long timer waits end): its CPU time
-    /// (ns), its wake-ups made before the timer, and those skipped for its spent budget.
+    /// The keeper (which wakes the daemon's CPU before long timer waits end), if one runs.
     #[serde(default)]
-    pub keep_awake_cpu_ns: u64,
-    #[serde(default)]
-    pub keep_awake_wakeups: u64,
-    #[serde(default)]
-    pub keep_awake_skipped: u64,
+    pub keeper: Option<KeeperStatus>,
+}
+
+/// What the daemon's keeper has done since it started.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KeeperStatus {
+    /// Its thread's CPU time, ns.
+    pub cpu_ns: u64,
+    /// Wake-ups made before the daemon's timer.
+    pub wakeups: u64,
+    /// Wake-ups skipped because its budget was spent.
+    pub skipped: u64,
 }
 
 impl Response {

@@ -19,6 +19,7 @@
 //! reported in the daemon's status. In a VM the host may spend CPU polling the vCPU between
 //! the keeper's wake-up and the timer; that cost is the host's and is not seen from here.
 
+use crate::daemon_control::KeeperStatus;
 use crate::daemon_sys::{
     futex_wait_until, futex_wake, monotonic_ns, set_idle_priority, thread_cpu_ns,
 };
@@ -148,20 +149,13 @@ impl Keeper {
     }
 
     /// The keeper's CPU time so far (ns), its wake-ups made in time and those skipped.
-    pub(crate) fn report(&self) -> KeeperReport {
-        KeeperReport {
+    pub(crate) fn report(&self) -> KeeperStatus {
+        KeeperStatus {
             cpu_ns: self.shared.used_ns.load(SeqCst),
             wakeups: self.shared.wakeups.load(SeqCst),
             skipped: self.shared.skipped.load(SeqCst),
         }
     }
-}
-
-/// What the keeper has done so far; see [`Keeper::report`].
-pub(crate) struct KeeperReport {
-    pub(crate) cpu_ns: u64,
-    pub(crate) wakeups: u64,
-    pub(crate) skipped: u64,
 }
 
 impl Drop for Keeper {

@@ -411,6 +411,10 @@ fn control_errors_and_clean_shutdown() {
     );
     assert_eq!(lines[1], "{\"ok\":true}");
 
+    // The default config runs a keeper, and the status says what it has done.
+    let keeper = daemon_status(&link).keeper;
+    assert!(keeper.is_some(), "no keeper in the status");
+
     let status = link.shaper.terminate();
     assert!(status.success(), "SIGTERM exit: {status}");
     assert!(

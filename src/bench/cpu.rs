@@ -146,12 +146,14 @@ fn table(points: &[Point]) -> Table {
             format!("{:.0}", p.steady.data_units as f64 / p.steady.seconds),
             format!("{:.0}", p.steady.timer_wakeups as f64 / p.steady.seconds),
             num(Some(p.steady.shaper_cores), 3),
-            num(Some(p.steady.keeper_cores), 4),
-            format!(
-                "{:.0} / {:.0}",
-                p.steady.keeper_wakeups as f64 / p.steady.seconds,
-                p.steady.keeper_skipped as f64 / p.steady.seconds
-            ),
+            num(p.steady.keeper.map(|k| k.cores), 4),
+            p.steady.keeper.map_or("—".to_string(), |k| {
+                format!(
+                    "{:.0} / {:.0}",
+                    k.wakeups as f64 / p.steady.seconds,
+                    k.skipped as f64 / p.steady.seconds
+                )
+            }),
             num(Some(p.per_100()), 3),
             num(p.us_per_packet(), 1),
             num(Some(p.steady.machine_cores), 2),

@@ -226,7 +226,8 @@ fn measure(one_way_us: u64, loaded: bool, count: u64, options: &BenchOptions) ->
     // Over the lab's life, but before the first ping nothing is held and the keeper sleeps.
     let keep_awake_cores = daemon
         .as_ref()
-        .map(|d| d.keep_awake_cpu_ns as f64 / 1e9 / seconds);
+        .and_then(|d| d.keeper.as_ref())
+        .map(|k| k.cpu_ns as f64 / 1e9 / seconds);
     lab.down()?;
     let samples = report
         .samples_ms

@@ -3,6 +3,7 @@
 
 use super::lab::BenchLab;
 use crate::lab::{interrupt, Error, Result};
+use netem::daemon::KeeperStatus;
 use std::time::{Duration, Instant};
 
 /// How long after the flow's warmup the sampled interval starts, and how long before the
@@ -26,12 +27,19 @@ pub struct Steady {
     pub data_units: u64,
     /// Times the shaper's departure timer woke it up.
     pub timer_wakeups: u64,
-    /// The shaper's keeper thread (it wakes the shaper's CPU before long timer waits end): its
-    /// CPU seconds per second, by its own thread clock (part of `shaper_cores`), and its
-    /// wake-ups made and skipped for a spent budget.
-    pub keeper_cores: f64,
-    pub keeper_wakeups: u64,
-    pub keeper_skipped: u64,
+    /// The shaper's keeper thread (it wakes the shaper's CPU before long timer waits end), if
+    /// it runs one.
+    pub keeper: Option<KeeperUse>,
+}
+
+/// What the shaper's keeper did over a `Steady` window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KeeperUse {
+    /// CPU seconds per second, by its own thread clock (part of `shaper_cores`).
+    pub cores: f64,
+    /// Wake-ups made, and skipped for a spent budget.
+    pub wakeups: u64,
+    pub skipped: u64,
 }
 
 impl Steady {
@@ -98,9 +106,7 @@ struct Counters {
     packets: u64,
     units: u64,
     timer_wakeups: u64,
-    keeper_ns: u64,
-    keeper_wakeups: u64,
-    keeper_skipped: u64,
+    keeper: Option<KeeperStatus>,
 }
 
 /// The data queue's byte and packet counters and the daemon's timer wake-ups.
@@ -110,9 +116,7 @@ fn counters(lab: &BenchLab, queue_id: &str) -> Result<Counters> {
         .ok_or_else(|| Error("the lab runs no shaper".into()))?;
     let daemon = status.daemon.as_ref();
     let timer_wakeups = daemon.map_or(0, |d| d.wakeup_lateness.count);
-    let keeper_ns = daemon.map_or(0, |d| d.keep_awake_cpu_ns);
-    let keeper_wakeups = daemon.map_or(0, |d| d.keep_awake_wakeups);
-    let keeper_skipped = daemon.map_or(0, |d| d.keep_awake_skipped);
+    let keeper = daemon.and_then(|d| d.keeper.clone());
     status
         .queues
         .into_iter()
@@ -123,9 +127,7 @@ fn counters(lab: &BenchLab, queue_id: &str) -> Result<Counters> {
             packets: q.stats.packets,
             units: q.stats.units,
             timer_wakeups,
-            keeper_ns,
-            keeper_wakeups,
-            keeper_skipped,
+            keeper,
         })
         .ok_or_else(|| Error(format!("the shaper has no queue `{queue_id}`")))
 }
@@ -163,10 +165,23 @@ pub fn steady_state(
         data_packets: last.packets.saturating_sub(first.packets),
         data_units: last.units.saturating_sub(first.units),
         timer_wakeups: last.timer_wakeups.saturating_sub(first.timer_wakeups),
-        keeper_cores: last.keeper_ns.saturating_sub(first.keeper_ns) as f64 / 1e9 / elapsed,
-        keeper_wakeups: last.keeper_wakeups.saturating_sub(first.keeper_wakeups),
-        keeper_skipped: last.keeper_skipped.saturating_sub(first.keeper_skipped),
+        keeper: keeper_use(first.keeper.as_ref(), last.keeper.as_ref(), elapsed),
     }))
+}
+
+/// The keeper's work between two status reads `elapsed` seconds apart; `None` if the shaper
+/// ran none at either.
+fn keeper_use(
+    first: Option<&KeeperStatus>,
+    last: Option<&KeeperStatus>,
+    elapsed: f64,
+) -> Option<KeeperUse> {
+    let (first, last) = (first?, last?);
+    Some(KeeperUse {
+        cores: last.cpu_ns.saturating_sub(first.cpu_ns) as f64 / 1e9 / elapsed,
+        wakeups: last.wakeups.saturating_sub(first.wakeups),
+        skipped: last.skipped.saturating_sub(first.skipped),
+    })
 }
 
 #[cfg(test)]
@@ -193,6 +208,30 @@ mod tests {
     }
 
     #[test]
+    fn keeper_use_is_the_difference_of_two_reads_and_absent_without_a_keeper() {
+        let first = KeeperStatus {
+            cpu_ns: 1_000_000,
+            wakeups: 10,
+            skipped: 1,
+        };
+        let last = KeeperStatus {
+            cpu_ns: 21_000_000,
+            wakeups: 610,
+            skipped: 4,
+        };
+        assert_eq!(
+            keeper_use(Some(&first), Some(&last), 2.0),
+            Some(KeeperUse {
+                cores: 0.01,
+                wakeups: 600,
+                skipped: 3,
+            })
+        );
+        assert_eq!(keeper_use(None, None, 2.0), None);
+        assert_eq!(keeper_use(Some(&first), None, 2.0), None);
+    }
+
+    #[test]
     fn link_rate_counts_frame_bits() {
         let steady = Steady {
             seconds: 2.0,
@@ -202,9 +241,7 @@ mod tests {
             data_packets: 16_512,
             data_units: 1_000,
             timer_wakeups: 0,
-            keeper_cores: 0.0,
-            keeper_wakeups: 0,
-            keeper_skipped: 0,
+            keeper: None,
         };
         assert_eq!(steady.link_mbps(), 100.0);
     }
