@@ -12,6 +12,7 @@
 //! log, keep-alive without a request limit). Needs Debian's `nginx` and `wrk`; it is run by
 //! hand, never by CI.
 
+mod allowance;
 mod client;
 mod cpu_usage;
 mod nginx;
@@ -58,6 +59,8 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             rounds: 3,
         }
     };
+    own_netns::check_none_left()?;
+    allowance::restore_left_behind()?;
     let work = WorkDir::create("http")?;
     let media = write_media(&work)?;
     let pinning = Pinning::choose(&tools);

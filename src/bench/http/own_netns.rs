@@ -3,6 +3,7 @@
 //! flows, and slows senders of page references most), so the bench sets it rather than
 //! inheriting whatever the machine's default is.
 
+use super::allowance::{available, Allowance};
 use crate::lab::state::NETNS_PREFIX;
 use crate::lab::{sys, Error, Result};
 
@@ -31,21 +32,16 @@ pub enum Unavailable {
 
 impl OwnNetns {
     /// `cdnlab-bench-http.CONGESTION` with loopback up and `congestion` as the default for new
-    /// TCP connections. Fails if the namespace already exists (another run, or a killed one).
+    /// TCP connections.
     pub fn create(congestion: &'static str) -> std::result::Result<OwnNetns, Unavailable> {
-        let name = format!("{NETNS_PREFIX}{LAB}.{congestion}");
-        if std::path::Path::new("/run/netns").join(&name).exists() {
-            return Err(Unavailable::Failed(Error(format!(
-                "network namespace {name} exists: another `bench http` is running, or one was \
-                 killed; `cdnlab down {LAB}` removes it"
-            ))));
-        }
+        let name = netns_name(congestion);
         if !available().iter().any(|known| known == congestion) {
             // A congestion control built as a module is listed once loaded.
             let _ = sys::run(&["modprobe", "-q", &format!("tcp_{congestion}")], None);
             if !available().iter().any(|known| known == congestion) {
                 return Err(Unavailable::Congestion(format!(
-                    "not in {AVAILABLE}, and no module tcp_{congestion} loads"
+                    "not in net/ipv4/tcp_available_congestion_control, and no module \
+                     tcp_{congestion} loads"
                 )));
             }
         }
@@ -78,63 +74,29 @@ impl OwnNetns {
     }
 }
 
+/// Fails if any of the bench's namespaces exists: another `bench http` is running, or one was
+/// killed and left it. Checked before a run changes anything on the machine.
+pub fn check_none_left() -> Result<()> {
+    for congestion in CONGESTION_CONTROLS {
+        let name = netns_name(congestion);
+        if std::path::Path::new("/run/netns").join(&name).exists() {
+            return Err(Error(format!(
+                "network namespace {name} exists: another `bench http` is running, or one was \
+                 killed; `cdnlab down {LAB}` removes it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn netns_name(congestion: &str) -> String {
+    format!("{NETNS_PREFIX}{LAB}.{congestion}")
+}
+
 impl Drop for OwnNetns {
     fn drop(&mut self) {
         if let Err(e) = sys::ip_batch(None, &[format!("netns del {}", self.name)]) {
             tracing::warn!("removing network namespace {}: {e}", self.name);
-        }
-    }
-}
-
-const AVAILABLE: &str = "net/ipv4/tcp_available_congestion_control";
-const ALLOWED: &str = "net/ipv4/tcp_allowed_congestion_control";
-
-/// The congestion controls this kernel has loaded.
-fn available() -> Vec<String> {
-    read_list(AVAILABLE).unwrap_or_default()
-}
-
-fn read_list(key: &str) -> Result<Vec<String>> {
-    let path = format!("/proc/sys/{key}");
-    std::fs::read_to_string(&path)
-        .map(|text| text.split_whitespace().map(str::to_string).collect())
-        .map_err(|e| Error(format!("{path}: {e}")))
-}
-
-/// A congestion control added to the machine's allowed list for the benchmark's run: Linux
-/// lets a namespace other than the machine's own default only to one on that list (reno and
-/// the machine's default, unless an administrator added more). The list as it was is
-/// written back when this is dropped.
-struct Allowance {
-    before: Vec<String>,
-}
-
-impl Allowance {
-    /// `None` if `congestion` is already allowed: nothing to grant or restore.
-    fn grant(congestion: &str) -> Result<Option<Allowance>> {
-        let before = read_list(ALLOWED)?;
-        if before.iter().any(|allowed| allowed == congestion) {
-            return Ok(None);
-        }
-        let widened = format!("{} {congestion}", before.join(" "));
-        sys::write_sysctl(ALLOWED, widened.trim())?;
-        tracing::info!(
-            "widened {ALLOWED} from `{}` to `{}` until the benchmark ends (if it is killed, \
-             write the first back)",
-            before.join(" "),
-            widened.trim()
-        );
-        Ok(Some(Allowance { before }))
-    }
-}
-
-impl Drop for Allowance {
-    fn drop(&mut self) {
-        if let Err(e) = sys::write_sysctl(ALLOWED, &self.before.join(" ")) {
-            tracing::warn!(
-                "restoring {ALLOWED} to `{}`: {e}; set it back by hand",
-                self.before.join(" ")
-            );
         }
     }
 }
