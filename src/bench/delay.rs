@@ -33,6 +33,9 @@ struct Point {
     loaded: bool,
     /// Both CPUs' busy time over the pings, cores.
     machine_cores: f64,
+    /// Time the host took the VM's CPUs from it over the pings (steal), ms of both together:
+    /// a stall no program inside can prevent, which shows in a ping's tail.
+    steal_ms: f64,
     sent: u64,
     received: u64,
     median_rtt_ms: Option<f64>,
@@ -98,6 +101,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
         "shaper wake-ups late, mean (µs)",
         "keep-awake (cores)",
         "machine CPU (cores)",
+        "host steal (ms)",
     ]);
     for p in &points {
         let baseline = baseline_of(&points, p.loaded);
@@ -135,6 +139,7 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             num(p.wakeup_us, 0),
             num(p.keep_awake_cores, 2),
             format!("{:.2}", p.machine_cores),
+            format!("{:.0}", p.steal_ms),
         ]);
     }
     Ok(Report {
@@ -170,7 +175,10 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
              load shows). Machine \
              CPU: both CPUs' busy time together over the pings (/proc/stat; sampled at the \
              kernel's ticks, so short bursts such as the keeper's wake-ups are counted \
-             unevenly)."
+             unevenly). Host steal: the time, over the pings, that a VM's host ran something \
+             else while one of its CPUs had work (/proc/stat's steal, both CPUs together, in \
+             the kernel's 10 ms ticks; 0 on bare metal): a stall of the whole VM, which no \
+             program inside can prevent and which shows in the tail."
                 .into(),
         ],
         table,
@@ -199,11 +207,13 @@ fn measure(one_way_us: u64, loaded: bool, count: u64, options: &BenchOptions) ->
     };
     let lab = BenchLab::up(&chain(LAB, &link, &link), options)?;
     let hog = loaded.then(CpuHog::start);
-    let (busy_start, started) = (read_machine_ticks()?, std::time::Instant::now());
+    let (ticks_start, started) = (read_machine_ticks()?, std::time::Instant::now());
     let report = lab.client_rtt(count, INTERVAL, true)?;
     let seconds = started.elapsed().as_secs_f64();
-    let machine_cores =
-        read_machine_ticks()?.saturating_sub(busy_start) as f64 / ticks_per_second()? / seconds;
+    let ticks = ticks_start.until(read_machine_ticks()?);
+    let hz = ticks_per_second()?;
+    let machine_cores = ticks.busy as f64 / hz / seconds;
+    let steal_ms = ticks.steal as f64 / hz * 1e3;
     drop(hog);
     let daemon = lab.shaper_status()?.and_then(|r| r.daemon);
     let lateness_us = daemon
@@ -240,6 +250,7 @@ fn measure(one_way_us: u64, loaded: bool, count: u64, options: &BenchOptions) ->
         one_way_us,
         loaded,
         machine_cores,
+        steal_ms,
         sent: report.sent,
         received: report.received,
         median_rtt_ms: median(&rtts),
@@ -266,13 +277,19 @@ fn verdict(points: &[Point]) -> Verdict {
         } else {
             P99_TARGET_MS
         };
+        // A miss names the host's steal during it, which the reader may want to rerun past.
+        let steal = if p.steal_ms > 0.0 {
+            format!(" (host steal {:.0} ms)", p.steal_ms)
+        } else {
+            String::new()
+        };
         match (p.median_error_ms, p.p99_error_ms) {
             (Some(median), Some(p99)) => {
                 if median.abs() > MEDIAN_TARGET_MS {
-                    misses.push(format!("{name}: median error {median:.3} ms"));
+                    misses.push(format!("{name}: median error {median:.3} ms{steal}"));
                 }
                 if p99 > p99_target {
-                    misses.push(format!("{name}: p99 error {p99:.3} ms"));
+                    misses.push(format!("{name}: p99 error {p99:.3} ms{steal}"));
                 }
             }
             _ => misses.push(format!("{name}: no replies")),
@@ -302,5 +319,48 @@ fn verdict(points: &[Point]) -> Verdict {
         Verdict::Met(summary)
     } else {
         Verdict::Missed(format!("{}; {summary}", misses.join("; ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(one_way_us: u64, p99_error_ms: f64, steal_ms: f64) -> Point {
+        Point {
+            one_way_us,
+            loaded: false,
+            machine_cores: 0.0,
+            steal_ms,
+            sent: 1000,
+            received: 1000,
+            median_rtt_ms: Some(2.0 * one_way_us as f64 / 1000.0),
+            median_error_ms: Some(0.05),
+            p99_error_ms: Some(p99_error_ms),
+            max_error_ms: Some(p99_error_ms),
+            lateness_us: None,
+            late_verdicts: None,
+            wakeup_us: None,
+            keep_awake_cores: None,
+        }
+    }
+
+    #[test]
+    fn a_miss_names_the_hosts_steal_during_it() {
+        let points = [
+            point(0, 0.07, 0.0),
+            point(1000, 0.2, 30.0),
+            point(5000, 4.4, 160.0),
+            point(20_000, 0.5, 0.0),
+        ];
+        let Verdict::Missed(text) = verdict(&points) else {
+            panic!("two rows miss their p99 target");
+        };
+        assert!(
+            text.contains("5ms: p99 error 4.400 ms (host steal 160 ms)"),
+            "{text}"
+        );
+        assert!(text.contains("20ms: p99 error 0.500 ms;"), "{text}");
+        assert!(!text.contains("1ms"), "a row within its target: {text}");
     }
 }

@@ -66,9 +66,27 @@ fn read_ticks(pid: i32) -> Result<u64> {
     cpu_ticks(&text).ok_or_else(|| Error(format!("{path}: no utime/stime fields in `{text}`")))
 }
 
-/// Busy clock ticks of all CPUs together from /proc/stat's text: its first (`cpu`) line's
-/// user, nice, system, irq, softirq and steal fields.
-pub fn machine_busy_ticks(stat: &str) -> Option<u64> {
+/// Clock ticks of all CPUs together, from /proc/stat's first (`cpu`) line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MachineTicks {
+    /// User, nice, system, irq, softirq and steal: all but idle and iowait.
+    pub busy: u64,
+    /// Steal alone: time the host ran something else while a vCPU had work (0 on bare metal).
+    pub steal: u64,
+}
+
+impl MachineTicks {
+    /// The ticks from `self` to `later`.
+    pub fn until(self, later: MachineTicks) -> MachineTicks {
+        MachineTicks {
+            busy: later.busy.saturating_sub(self.busy),
+            steal: later.steal.saturating_sub(self.steal),
+        }
+    }
+}
+
+/// [`MachineTicks`] from /proc/stat's text.
+pub fn machine_ticks(stat: &str) -> Option<MachineTicks> {
     let line = stat.lines().next()?;
     let mut fields = line.split_whitespace();
     if fields.next()? != "cpu" {
@@ -81,13 +99,16 @@ pub fn machine_busy_ticks(stat: &str) -> Option<u64> {
     let [user, nice, system, _idle, _iowait, irq, softirq, steal] = values[..] else {
         return None;
     };
-    Some(user + nice + system + irq + softirq + steal)
+    Some(MachineTicks {
+        busy: user + nice + system + irq + softirq + steal,
+        steal,
+    })
 }
 
-pub fn read_machine_ticks() -> Result<u64> {
+pub fn read_machine_ticks() -> Result<MachineTicks> {
     let text =
         std::fs::read_to_string("/proc/stat").map_err(|e| Error(format!("/proc/stat: {e}")))?;
-    machine_busy_ticks(&text).ok_or_else(|| Error("/proc/stat: no `cpu` line".into()))
+    machine_ticks(&text).ok_or_else(|| Error("/proc/stat: no `cpu` line".into()))
 }
 
 pub fn ticks_per_second() -> Result<f64> {
@@ -160,7 +181,7 @@ pub fn steady_state(
     Ok(Some(Steady {
         seconds: elapsed,
         shaper_cores: ticks_end.saturating_sub(ticks_start) as f64 / hz / elapsed,
-        machine_cores: machine_end.saturating_sub(machine_start) as f64 / hz / elapsed,
+        machine_cores: machine_start.until(machine_end).busy as f64 / hz / elapsed,
         data_bytes: last.bytes.saturating_sub(first.bytes),
         data_packets: last.packets.saturating_sub(first.packets),
         data_units: last.units.saturating_sub(first.units),
@@ -200,11 +221,24 @@ mod tests {
     }
 
     #[test]
-    fn machine_ticks_leave_out_idle_and_iowait() {
+    fn machine_ticks_leave_out_idle_and_iowait_and_give_steal_apart() {
         let stat = "cpu  100 2 30 5000 40 1 7 3 0 0\ncpu0 50 1 15 2500 20 0 3 1 0 0\n";
-        assert_eq!(machine_busy_ticks(stat), Some(100 + 2 + 30 + 1 + 7 + 3));
-        assert_eq!(machine_busy_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None);
-        assert_eq!(machine_busy_ticks("cpu 1 2 3\n"), None);
+        let ticks = machine_ticks(stat).unwrap();
+        assert_eq!(ticks.busy, 100 + 2 + 30 + 1 + 7 + 3);
+        assert_eq!(ticks.steal, 3);
+        let later = MachineTicks {
+            busy: ticks.busy + 50,
+            steal: ticks.steal + 20,
+        };
+        assert_eq!(
+            ticks.until(later),
+            MachineTicks {
+                busy: 50,
+                steal: 20
+            }
+        );
+        assert_eq!(machine_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None);
+        assert_eq!(machine_ticks("cpu 1 2 3\n"), None);
     }
 
     #[test]
