@@ -869,17 +869,25 @@ endpoints = ["client", "server"]
 
 /// `bench http`'s namespaces: each gets the congestion control it is made for (a TCP
 /// connection opened inside uses it), is gone once dropped, and the machine's list of
-/// congestion controls namespaces may choose is as it was (the bench widens it for its run
-/// when the machine allows only its own default). CUBIC is built into every Linux kernel,
-/// so at least that one is measured.
+/// congestion controls namespaces may choose is as it was, its record gone (the bench widens
+/// it for its run when the machine allows only its own default). CUBIC is built into every
+/// Linux kernel, so at least that one is measured. While one session runs, a second cannot
+/// begin.
 fn bench_http_namespaces_set_their_congestion_control_and_restore_the_machines() {
-    use cdnlab::bench::http::own_netns::{OwnNetns, Unavailable, CONGESTION_CONTROLS};
+    use cdnlab::bench::http::allowance::RECORD;
+    use cdnlab::bench::http::own_netns::{Session, Unavailable, CONGESTION_CONTROLS};
     let allowed =
         || std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap();
     let before = allowed();
+    let session = Session::begin().unwrap();
+    let second = Session::begin().err().expect("a second session began").0;
+    assert!(
+        second.contains("another `cdnlab bench http` is running"),
+        "{second}"
+    );
     let mut measured = Vec::new();
     for congestion in CONGESTION_CONTROLS {
-        let netns = match OwnNetns::create(congestion) {
+        let netns = match session.create(congestion) {
             Ok(netns) => netns,
             Err(Unavailable::Congestion(why)) => {
                 eprintln!("{congestion} not on this kernel: {why}");
@@ -896,6 +904,7 @@ fn bench_http_namespaces_set_their_congestion_control_and_restore_the_machines()
             "{name} left behind"
         );
         assert_eq!(allowed(), before, "after {congestion}");
+        assert!(!std::path::Path::new(RECORD).exists(), "after {congestion}");
         measured.push(congestion);
     }
     assert!(measured.contains(&"cubic"), "measured only {measured:?}");

@@ -14,7 +14,7 @@ use crate::lab::{sys, Error, Result};
 const ALLOWED: &str = "net/ipv4/tcp_allowed_congestion_control";
 
 /// Where a run keeps the list it widened until it has written it back. /run is root's alone.
-const RECORD: &str = "/run/cdnlab-bench-http.allowed-congestion";
+pub const RECORD: &str = "/run/cdnlab-bench-http.allowed-congestion";
 
 /// The most names a recorded list may hold; the kernel has a handful of congestion controls.
 const MAX_NAMES: usize = 32;
@@ -28,25 +28,38 @@ pub struct Allowance {
     record: PathBuf,
 }
 
+/// Why a congestion control could not be allowed.
+pub enum GrantError {
+    /// The kernel's list could not be read or widened (it is read-only here, say).
+    Sysctl(Error),
+    /// The list as it was could not be recorded, so it is left as it is.
+    Record(Error),
+}
+
 impl Allowance {
-    /// `None` if `congestion` is already allowed: nothing to grant or write back.
-    pub fn grant(congestion: &str) -> Result<Option<Allowance>> {
-        let before = read_list(ALLOWED)?;
+    /// `None` if `congestion` is already allowed: nothing to grant or write back. Called by
+    /// the run holding the bench's lock (`own_netns::Session`), so no other run's record is
+    /// replaced.
+    pub fn grant(congestion: &str) -> std::result::Result<Option<Allowance>, GrantError> {
+        let before = read_list(ALLOWED).map_err(GrantError::Sysctl)?;
         if before.iter().any(|allowed| allowed == congestion) {
             return Ok(None);
         }
+        if before.is_empty() {
+            // An empty list could not be told from a damaged record, nor written back.
+            return Err(GrantError::Sysctl(Error(format!("{ALLOWED} is empty"))));
+        }
         let record = PathBuf::from(RECORD);
-        save(&record, &before)?;
+        save(&record, &before).map_err(GrantError::Record)?;
         let widened = format!("{} {congestion}", before.join(" "));
-        if let Err(e) = sys::write_sysctl(ALLOWED, widened.trim()) {
+        if let Err(e) = sys::write_sysctl(ALLOWED, &widened) {
             let _ = std::fs::remove_file(&record);
-            return Err(e);
+            return Err(GrantError::Sysctl(e));
         }
         tracing::info!(
-            "widened {ALLOWED} from `{}` to `{}` until the benchmark ends (if it is killed, the \
-             next `bench http` writes the first back)",
+            "widened {ALLOWED} from `{}` to `{widened}` until the benchmark ends (if it is \
+             killed: `cdnlab down bench-http`, then the next `bench http` writes the first back)",
             before.join(" "),
-            widened.trim()
         );
         Ok(Some(Allowance { before, record }))
     }
@@ -66,14 +79,18 @@ impl Drop for Allowance {
     }
 }
 
-/// Writes back the list a killed run recorded, if there is one: called before a run widens
-/// the list again, while none of the bench's namespaces exists (so no run is live).
+/// Writes back the list a killed run recorded, if there is one: called by the run holding
+/// the bench's lock (`own_netns::Session`), so the record cannot be a live run's.
 pub fn restore_left_behind() -> Result<()> {
     let record = Path::new(RECORD);
     let Some(before) = load(record)? else {
         return Ok(());
     };
-    sys::write_sysctl(ALLOWED, &before.join(" "))?;
+    sys::write_sysctl(ALLOWED, &before.join(" ")).map_err(|e| {
+        Error(format!(
+            "writing back the list a killed `bench http` recorded in {RECORD}: {e}"
+        ))
+    })?;
     std::fs::remove_file(record).map_err(|e| Error(format!("removing {RECORD}: {e}")))?;
     tracing::warn!(
         "wrote {ALLOWED} back to `{}`, as a killed `bench http` left it recorded",
@@ -94,22 +111,36 @@ fn read_list(key: &str) -> Result<Vec<String>> {
         .map_err(|e| Error(format!("{path}: {e}")))
 }
 
-/// Records `list` at `path`, new or replacing an old record, never through a symbolic link.
+/// Records `list` at `path`, new or replacing an old record: written whole to a new file
+/// beside it, then renamed over it, so a kill leaves the old record or the new one, never a
+/// part of one. Never writes through a symbolic link.
 fn save(path: &Path, list: &[String]) -> Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".new");
+    let partial = PathBuf::from(partial);
+    let error = |e: std::io::Error| {
+        Error(format!(
+            "recording the allowed list in {}: {e}",
+            path.display()
+        ))
+    };
+    // One a killed run left is not a record: nothing reads it.
+    match std::fs::remove_file(&partial) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(error(e)),
+        _ => {}
+    }
     std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .and_then(|mut file| file.write_all(list.join(" ").as_bytes()))
-        .map_err(|e| {
-            Error(format!(
-                "recording the allowed list in {}: {e}",
-                path.display()
-            ))
+        .open(&partial)
+        .and_then(|mut file| {
+            file.write_all(list.join(" ").as_bytes())?;
+            file.sync_all()
         })
+        .and_then(|()| std::fs::rename(&partial, path))
+        .map_err(error)
 }
 
 /// The list recorded at `path` (`None` if there is no record); an error if it is not a list
@@ -160,9 +191,12 @@ mod tests {
         let list = vec!["reno".to_string(), "bbr".to_string()];
         save(&record, &list).unwrap();
         assert_eq!(load(&record).unwrap(), Some(list));
-        // A newer record replaces the old one whole.
+        // A newer record replaces the old one whole, and a part of one a kill left beside it
+        // is not read.
+        std::fs::write(dir.join("record.new"), "re").unwrap();
         save(&record, &["cubic".to_string()]).unwrap();
         assert_eq!(load(&record).unwrap(), Some(vec!["cubic".to_string()]));
+        assert!(!dir.join("record.new").exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -195,9 +229,14 @@ mod tests {
         let target = dir.join("target");
         std::fs::write(&target, "keep").unwrap();
         let record = dir.join("record");
+        // A link where the record goes, and where its new copy is first written: each is
+        // replaced by the file, and what it pointed at is left alone.
         std::os::unix::fs::symlink(&target, &record).unwrap();
-        assert!(save(&record, &["reno".to_string()]).is_err());
+        std::os::unix::fs::symlink(&target, dir.join("record.new")).unwrap();
+        save(&record, &["reno".to_string()]).unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        assert!(!std::fs::symlink_metadata(&record).unwrap().is_symlink());
+        assert_eq!(load(&record).unwrap(), Some(vec!["reno".to_string()]));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

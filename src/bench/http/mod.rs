@@ -12,7 +12,7 @@
 //! log, keep-alive without a request limit). Needs Debian's `nginx` and `wrk`; it is run by
 //! hand, never by CI.
 
-mod allowance;
+pub mod allowance;
 mod client;
 mod cpu_usage;
 mod nginx;
@@ -32,7 +32,7 @@ use super::{progress, BenchOptions, Report};
 use crate::lab::{interrupt, sys, Error, Result};
 use client::{check_answer, Expect};
 use objects::{segment_path, size_label, write_media, OBJECTS};
-use own_netns::{OwnNetns, Unavailable, CONGESTION_CONTROLS};
+use own_netns::{Session, Unavailable, CONGESTION_CONTROLS};
 use report::{Effort, Row};
 use role_servers::{ucs_config, urr_config};
 use tools::Tools;
@@ -59,15 +59,14 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
             rounds: 3,
         }
     };
-    own_netns::check_none_left()?;
-    allowance::restore_left_behind()?;
+    let session = Session::begin()?;
     let work = WorkDir::create("http")?;
     let media = write_media(&work)?;
     let pinning = Pinning::choose(&tools);
     let mut rows = Vec::new();
     let mut unavailable = Vec::new();
     for congestion in CONGESTION_CONTROLS {
-        let netns = match OwnNetns::create(congestion) {
+        let netns = match session.create(congestion) {
             Ok(netns) => netns,
             Err(Unavailable::Congestion(why)) => {
                 unavailable.push(format!("{congestion} ({why})"));

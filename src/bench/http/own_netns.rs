@@ -3,7 +3,11 @@
 //! flows, and slows senders of page references most), so the bench sets it rather than
 //! inheriting whatever the machine's default is.
 
-use super::allowance::{available, Allowance};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+
+use super::allowance::{self, available, Allowance, GrantError};
 use crate::lab::state::NETNS_PREFIX;
 use crate::lab::{sys, Error, Result};
 
@@ -13,6 +17,60 @@ pub const CONGESTION_CONTROLS: [&str; 2] = ["cubic", "bbr"];
 /// The lab name the namespaces go by, so `cdnlab down bench-http` (and `cdnlab clean`)
 /// remove one a killed run left behind.
 const LAB: &str = "bench-http";
+
+/// Held by the machine's one `bench http` run for its whole length. /run is root's alone.
+const LOCK: &str = "/run/cdnlab-bench-http.lock";
+
+/// The machine's one `bench http` run: an exclusive lock the kernel releases however the
+/// process ends, so a run that finds leftovers (namespaces, a widened list of congestion
+/// controls) knows they are a killed run's, not a live one's. Namespaces are made only
+/// through it.
+pub struct Session {
+    _lock: File,
+}
+
+impl Session {
+    /// Takes the lock, then checks that no namespace of the bench is left (a killed run's:
+    /// `cdnlab down bench-http` removes them) and writes back a list of congestion controls
+    /// a killed run left widened. Fails at once if another run holds the lock.
+    pub fn begin() -> Result<Session> {
+        let lock = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(LOCK)
+            .map_err(|e| Error(format!("{LOCK}: {e}")))?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(Error(match e.raw_os_error() {
+                Some(libc::EWOULDBLOCK) => {
+                    "another `cdnlab bench http` is running on this machine".to_string()
+                }
+                _ => format!("locking {LOCK}: {e}"),
+            }));
+        }
+        for congestion in CONGESTION_CONTROLS {
+            let name = netns_name(congestion);
+            if std::path::Path::new("/run/netns").join(&name).exists() {
+                return Err(Error(format!(
+                    "network namespace {name} exists, left by a `bench http` that was killed; \
+                     `cdnlab down {LAB}` removes it"
+                )));
+            }
+        }
+        allowance::restore_left_behind()?;
+        Ok(Session { _lock: lock })
+    }
+
+    /// `cdnlab-bench-http.CONGESTION` with loopback up and `congestion` as the default for new
+    /// TCP connections.
+    pub fn create(&self, congestion: &'static str) -> std::result::Result<OwnNetns, Unavailable> {
+        OwnNetns::create(congestion)
+    }
+}
 
 /// A namespace made for one congestion control, deleted when dropped.
 pub struct OwnNetns {
@@ -31,9 +89,7 @@ pub enum Unavailable {
 }
 
 impl OwnNetns {
-    /// `cdnlab-bench-http.CONGESTION` with loopback up and `congestion` as the default for new
-    /// TCP connections.
-    pub fn create(congestion: &'static str) -> std::result::Result<OwnNetns, Unavailable> {
+    fn create(congestion: &'static str) -> std::result::Result<OwnNetns, Unavailable> {
         let name = netns_name(congestion);
         if !available().iter().any(|known| known == congestion) {
             // A congestion control built as a module is listed once loaded.
@@ -47,8 +103,10 @@ impl OwnNetns {
         }
         // Where the list cannot be widened (a read-only /proc/sys, a namespace of the machine's
         // own), this one cannot be measured; the others still can.
-        let allowed = Allowance::grant(congestion)
-            .map_err(|e| Unavailable::Congestion(format!("not allowed, and {e}")))?;
+        let allowed = Allowance::grant(congestion).map_err(|e| match e {
+            GrantError::Sysctl(e) => Unavailable::Congestion(format!("not allowed, and {e}")),
+            GrantError::Record(e) => Unavailable::Failed(e),
+        })?;
         sys::ip_batch(None, &[format!("netns add {name}")]).map_err(Unavailable::Failed)?;
         // From here on, dropping it deletes the namespace (and then restores the allowance).
         let netns = OwnNetns {
@@ -72,21 +130,6 @@ impl OwnNetns {
     pub fn run<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
         sys::in_netns(&self.name, f)
     }
-}
-
-/// Fails if any of the bench's namespaces exists: another `bench http` is running, or one was
-/// killed and left it. Checked before a run changes anything on the machine.
-pub fn check_none_left() -> Result<()> {
-    for congestion in CONGESTION_CONTROLS {
-        let name = netns_name(congestion);
-        if std::path::Path::new("/run/netns").join(&name).exists() {
-            return Err(Error(format!(
-                "network namespace {name} exists: another `bench http` is running, or one was \
-                 killed; `cdnlab down {LAB}` removes it"
-            )));
-        }
-    }
-    Ok(())
 }
 
 fn netns_name(congestion: &str) -> String {
