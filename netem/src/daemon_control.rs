@@ -78,7 +78,7 @@ pub struct DaemonStatus {
     #[serde(default)]
     pub arrivals: ArrivalStats,
     /// The keeper (which wakes the daemon's CPU before long timer waits end), if one runs.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keeper: Option<KeeperStatus>,
 }
 

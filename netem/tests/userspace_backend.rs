@@ -125,6 +125,16 @@ struct Link {
 
 impl Link {
     fn new(tag: &str, a_to_b: Impairments, b_to_a: Impairments) -> Link {
+        Link::with_config(tag, a_to_b, b_to_a, serde_json::json!({}))
+    }
+
+    /// A link whose daemon config has `extra`'s fields too.
+    fn with_config(
+        tag: &str,
+        a_to_b: Impairments,
+        b_to_a: Impairments,
+        extra: serde_json::Value,
+    ) -> Link {
         let pid = std::process::id();
         let a = Netns::new(format!("nqt-{tag}-{pid}-a"));
         let b = Netns::new(format!("nqt-{tag}-{pid}-b"));
@@ -157,10 +167,13 @@ impl Link {
             serde_json::json!({ "id": id, "netns": ns.path(), "queue_num": 0,
                                 "impairments": impairments, "seed": 7 })
         };
-        let config = serde_json::json!({
+        let mut config = serde_json::json!({
             "control_socket": socket,
             "queues": [queue("b", &b, &a_to_b), queue("a", &a, &b_to_a)],
         });
+        for (key, value) in extra.as_object().into_iter().flatten() {
+            config[key] = value.clone();
+        }
         let config_path = dir.join("config.json");
         std::fs::write(&config_path, config.to_string()).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_cdnlab-shaper"))
@@ -412,8 +425,10 @@ fn control_errors_and_clean_shutdown() {
     assert_eq!(lines[1], "{\"ok\":true}");
 
     // The default config runs a keeper, and the status says what it has done.
-    let keeper = daemon_status(&link).keeper;
-    assert!(keeper.is_some(), "no keeper in the status");
+    assert!(
+        daemon_status(&link).keeper.is_some(),
+        "no keeper in the status"
+    );
 
     let status = link.shaper.terminate();
     assert!(status.success(), "SIGTERM exit: {status}");
@@ -421,6 +436,28 @@ fn control_errors_and_clean_shutdown() {
         !link.shaper.socket.exists(),
         "the control socket file is removed"
     );
+}
+
+fn a_daemon_without_a_keeper_reports_none() {
+    let link = Link::with_config(
+        "nokeep",
+        delay(1),
+        delay(1),
+        serde_json::json!({ "keep_awake_ns": 0 }),
+    );
+    let raw = raw_show(&link);
+    assert!(!raw.contains("keeper"), "{raw}");
+    assert_eq!(daemon_status(&link).keeper, None);
+}
+
+/// The daemon's answer to `show`, as it wrote it.
+fn raw_show(link: &Link) -> String {
+    let mut conn = std::os::unix::net::UnixStream::connect(&link.shaper.socket).unwrap();
+    conn.write_all(b"{\"op\":\"show\"}\n").unwrap();
+    conn.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    reply
 }
 
 /// The daemon's CPU time so far (user + system), from /proc/PID/stat.
@@ -558,7 +595,8 @@ fn measure_userspace_backend() {
 tests!(
     LAB =>
         delays_change_at_run_time_and_loss_blocks,
-        control_errors_and_clean_shutdown;
+        control_errors_and_clean_shutdown,
+        a_daemon_without_a_keeper_reports_none;
     LAB.on_request() =>
         measure_userspace_backend;
 );
