@@ -36,6 +36,8 @@ struct Point {
     /// Time the host took the VM's CPUs from it over the pings (steal), ms of both together:
     /// a stall no program inside can prevent, which shows in a ping's tail.
     steal_ms: f64,
+    /// How long the pings took, s.
+    seconds: f64,
     sent: u64,
     received: u64,
     median_rtt_ms: Option<f64>,
@@ -177,8 +179,8 @@ pub fn run(options: &BenchOptions) -> Result<Report> {
              kernel's ticks, so short bursts such as the keeper's wake-ups are counted \
              unevenly). Host steal: the time, over the pings, that a VM's host ran something \
              else while one of its CPUs had work (/proc/stat's steal, both CPUs together, in \
-             the kernel's 10 ms ticks; 0 on bare metal): a stall of the whole VM, which no \
-             program inside can prevent and which shows in the tail."
+             the kernel's 10 ms ticks, and part of machine CPU; 0 on bare metal): a stall the \
+             shaper cannot prevent, which may show in the tail."
                 .into(),
         ],
         table,
@@ -251,6 +253,7 @@ fn measure(one_way_us: u64, loaded: bool, count: u64, options: &BenchOptions) ->
         loaded,
         machine_cores,
         steal_ms,
+        seconds,
         sent: report.sent,
         received: report.received,
         median_rtt_ms: median(&rtts),
@@ -279,7 +282,10 @@ fn verdict(points: &[Point]) -> Verdict {
         };
         // A miss names the host's steal during it, which the reader may want to rerun past.
         let steal = if p.steal_ms > 0.0 {
-            format!(" (host steal {:.0} ms)", p.steal_ms)
+            format!(
+                " (host steal {:.0} ms in its {:.0} s)",
+                p.steal_ms, p.seconds
+            )
         } else {
             String::new()
         };
@@ -332,6 +338,7 @@ mod tests {
             loaded: false,
             machine_cores: 0.0,
             steal_ms,
+            seconds: 10.0,
             sent: 1000,
             received: 1000,
             median_rtt_ms: Some(2.0 * one_way_us as f64 / 1000.0),
@@ -357,7 +364,7 @@ mod tests {
             panic!("two rows miss their p99 target");
         };
         assert!(
-            text.contains("5ms: p99 error 4.400 ms (host steal 160 ms)"),
+            text.contains("5ms: p99 error 4.400 ms (host steal 160 ms in its 10 s)"),
             "{text}"
         );
         assert!(text.contains("20ms: p99 error 0.500 ms;"), "{text}");
