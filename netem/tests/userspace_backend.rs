@@ -409,12 +409,8 @@ fn control_errors_and_clean_shutdown() {
     );
 
     // Raw lines: bad JSON gets an error response and the connection keeps serving.
-    let mut conn = std::os::unix::net::UnixStream::connect(&link.shaper.socket).unwrap();
     // The last request ends at end of file, without a newline.
-    conn.write_all(b"{\"op\":\n{\"op\":\"ping\"}").unwrap();
-    conn.shutdown(std::net::Shutdown::Write).unwrap();
-    let mut replies = String::new();
-    conn.read_to_string(&mut replies).unwrap();
+    let replies = raw_exchange(&link, b"{\"op\":\n{\"op\":\"ping\"}");
     let lines: Vec<&str> = replies.lines().collect();
     assert_eq!(lines.len(), 2, "{replies}");
     assert!(
@@ -445,19 +441,19 @@ fn a_daemon_without_a_keeper_reports_none() {
         delay(1),
         serde_json::json!({ "keep_awake_ns": 0 }),
     );
-    let raw = raw_show(&link);
+    let raw = raw_exchange(&link, b"{\"op\":\"show\"}\n");
     assert!(!raw.contains("keeper"), "{raw}");
     assert_eq!(daemon_status(&link).keeper, None);
 }
 
-/// The daemon's answer to `show`, as it wrote it.
-fn raw_show(link: &Link) -> String {
+/// The daemon's replies to `requests`, sent as they are on one connection, as it wrote them.
+fn raw_exchange(link: &Link, requests: &[u8]) -> String {
     let mut conn = std::os::unix::net::UnixStream::connect(&link.shaper.socket).unwrap();
-    conn.write_all(b"{\"op\":\"show\"}\n").unwrap();
+    conn.write_all(requests).unwrap();
     conn.shutdown(std::net::Shutdown::Write).unwrap();
-    let mut reply = String::new();
-    conn.read_to_string(&mut reply).unwrap();
-    reply
+    let mut replies = String::new();
+    conn.read_to_string(&mut replies).unwrap();
+    replies
 }
 
 /// The daemon's CPU time so far (user + system), from /proc/PID/stat.
