@@ -104,7 +104,9 @@ pub fn check_alive(state: &LabState) -> Result<()> {
     if sys::process_alive(shaper.pid, shaper.start_time) {
         return Ok(());
     }
-    let how = sys::reap_exit(shaper.pid).unwrap_or_else(|| "is gone".to_string());
+    // Bounded: the shaper is dead or dying (its last threads still ending), never alive here.
+    let how =
+        sys::reap_exit(shaper.pid, Duration::from_secs(2)).unwrap_or_else(|| "is gone".to_string());
     let log = state.logs_dir().join("shaper.log");
     err(format!(
         "the link shaper of lab `{}` (cdnlab-shaper, pid {}) {how}; without it the lab's impaired links carry no traffic, so the lab is stopped. The end of {}:\n{}",

@@ -159,13 +159,26 @@ pub fn own_process() -> Result<super::state::ProcessRecord> {
     Ok(super::state::ProcessRecord { pid, start_time })
 }
 
-/// How child `pid` ended, if it is a child of this process that has ended and not been reaped
-/// yet (it is reaped now): `exited with status N` or `was killed by signal N (NAME)`.
-pub fn reap_exit(pid: i32) -> Option<String> {
+/// How child `pid` ended, if it is a child of this process that has ended or is ending and has
+/// not been reaped yet (it is reaped now): `exited with status N` or `was killed by signal N
+/// (NAME)`. `None` if it is not this process's child or has not ended within `within`.
+///
+/// Waits because /proc shows a multi-threaded process as a zombie (and its sockets are closed)
+/// as soon as its main thread has exited, while `waitpid` reaps it only once its last thread
+/// has: in between, a check that gives up at once reports the death without its cause.
+pub fn reap_exit(pid: i32, within: std::time::Duration) -> Option<String> {
+    let deadline = std::time::Instant::now() + within;
     let mut status = 0;
-    // SAFETY: waitpid with WNOHANG on one pid writes only `status`.
-    if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } != pid {
-        return None;
+    loop {
+        // SAFETY: waitpid with WNOHANG on one pid writes only `status`.
+        match unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } {
+            reaped if reaped == pid => break,
+            0 if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            // Not our child (ECHILD), or still running at the deadline.
+            _ => return None,
+        }
     }
     if libc::WIFSIGNALED(status) {
         let signal = libc::WTERMSIG(status);
@@ -208,4 +221,32 @@ pub fn bin_dir() -> Result<std::path::PathBuf> {
     exe.parent()
         .map(|p| p.to_path_buf())
         .ok_or_else(|| Error("cannot locate cdnlab's directory".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_child_killed_just_now_is_reaped_with_its_signal() {
+        #[allow(clippy::zombie_processes)] // reap_exit, under test, reaps it.
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep starts");
+        let pid = child.id() as i32;
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // Asked at once: the child may not have ended yet, so this must wait for it.
+        let how = reap_exit(pid, Duration::from_secs(5));
+        assert_eq!(how.as_deref(), Some("was killed by signal 9 (Killed)"));
+    }
+
+    #[test]
+    fn a_process_that_is_not_a_child_is_not_waited_for() {
+        let started = Instant::now();
+        assert_eq!(reap_exit(1, Duration::from_secs(5)), None);
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
 }
