@@ -872,7 +872,7 @@ endpoints = ["client", "server"]
 /// congestion controls namespaces may choose is as it was, its record gone (the bench widens
 /// it for its run when the machine allows only its own default). CUBIC is built into every
 /// Linux kernel, so at least that one is measured. While one session runs, a second cannot
-/// begin.
+/// begin and `clean` keeps its namespaces.
 fn bench_http_namespaces_set_their_congestion_control_and_restore_the_machines() {
     use cdnlab::bench::http::allowance::RECORD;
     use cdnlab::bench::http::own_netns::{Session, Unavailable, CONGESTION_CONTROLS};
@@ -898,6 +898,18 @@ fn bench_http_namespaces_set_their_congestion_control_and_restore_the_machines()
         let name = netns.name().to_string();
         let used = netns.run(|| Ok(connected_congestion_control())).unwrap();
         assert_eq!(used, congestion, "a connection inside {name}");
+        let kept = run_ok(&["clean", "bench-http"]);
+        assert!(
+            kept.contains(&format!(
+                "kept: lab `bench-http` belongs to a running cdnlab (pid {})",
+                std::process::id()
+            )),
+            "{kept}"
+        );
+        assert!(
+            std::path::Path::new("/run/netns").join(&name).exists(),
+            "`clean` removed {name} of a live session"
+        );
         drop(netns);
         assert!(
             !std::path::Path::new("/run/netns").join(&name).exists(),

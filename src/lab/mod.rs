@@ -5,6 +5,7 @@ pub mod control;
 pub mod counters;
 pub mod directions;
 pub mod events;
+pub mod file_lock;
 pub mod interrupt;
 pub mod links;
 pub mod process;

@@ -1,6 +1,7 @@
 //! What a lab created, written down before and while it is created, so that `down` and `clean`
 //! remove exactly that — even after the orchestrator or its nodes were killed.
 
+use super::file_lock::FileLock;
 use super::sys::{self, Error, Result};
 use crate::topology::{check_lab_name, Topology};
 use netem::Impairments;
@@ -8,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// Every lab's state lives under this directory (`/run` is a tmpfs: nothing survives a reboot,
@@ -95,6 +95,13 @@ impl Direction {
         let sender = &topology.nodes[segment.members[self.member]].name;
         format!("{}/{}", segment.name, sender)
     }
+}
+
+/// The lock a program holds while it owns namespaces of lab `lab` without writing lab state
+/// (`bench http`): `clean` keeps such a lab while the lock is held. Beside [`STATE_ROOT`], not
+/// in it, so that `clean` removing the state root never takes a held lock's file.
+pub fn stateless_owner_lock(lab: &str) -> PathBuf {
+    PathBuf::from(format!("{STATE_ROOT}-{lab}.lock"))
 }
 
 /// The lab's state file, `STATE_ROOT/LAB/state.json`.
@@ -279,29 +286,9 @@ impl LabState {
     }
 }
 
-/// Holds the lab's state lock until dropped (`flock` on `DIR/state.lock`).
-struct StateLock {
-    _file: std::fs::File,
-}
-
-fn lock(dir: &Path) -> Result<StateLock> {
-    let path = dir.join(LOCK_FILE);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error(format!("{}: {e}", path.display())))?;
-    loop {
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(StateLock { _file: file });
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return sys::err(format!("locking {}: {e}", path.display()));
-        }
-    }
+/// Takes the lab's state lock (`DIR/state.lock`), waiting for whoever holds it.
+fn lock(dir: &Path) -> Result<FileLock> {
+    FileLock::wait_for(&dir.join(LOCK_FILE))
 }
 
 /// True if `dir` is provably a lab's state directory: a real directory (not a link) directly

@@ -7,9 +7,11 @@
 //! the state root (see [`is_lab_dir`]).
 
 use super::build::existing_netns;
+use super::file_lock;
 use super::process::stop_processes;
 use super::state::{
-    is_lab_dir, lab_dir, list_labs, LabState, ProcessRecord, NETNS_PREFIX, STATE_ROOT,
+    is_lab_dir, lab_dir, list_labs, stateless_owner_lock, LabState, ProcessRecord, NETNS_PREFIX,
+    STATE_ROOT,
 };
 use super::sys::{self, Error, Result};
 use crate::topology::check_lab_name;
@@ -173,8 +175,8 @@ fn lab_of_netns(name: &str) -> Option<&str> {
 
 /// `cdnlab clean`: removes every lab — those with state and any namespace, /etc/netns entry or
 /// shaper left by a lab whose state is gone — or, if `only` names labs, just those. A lab
-/// whose owning `cdnlab` (an `up` still building it, a `run` playing it) is alive is not a
-/// leftover: it is kept unless `force`.
+/// whose owning `cdnlab` (an `up` still building it, a `run` playing it, a `bench http` holding
+/// the lab's [`stateless_owner_lock`]) is alive is not a leftover: it is kept unless `force`.
 pub fn clean(only: &[String], force: bool) -> Result<Cleaned> {
     for lab in only {
         check_lab_name(lab).map_err(Error)?;
@@ -200,10 +202,16 @@ pub fn clean(only: &[String], force: bool) -> Result<Cleaned> {
     let mut first_error = None;
     for lab in labs {
         let state = LabState::load(&lab).ok();
-        if let Some(owner) = state.as_ref().filter(|s| s.owner_alive() && !force) {
-            cleaned
-                .kept_live
-                .push((lab, owner.owner.as_ref().map_or(0, |o| o.pid)));
+        let live_owner = match &state {
+            Some(state) => state
+                .owner
+                .as_ref()
+                .filter(|_| state.owner_alive())
+                .map(|owner| owner.pid),
+            None => file_lock::holder(&stateless_owner_lock(&lab)),
+        };
+        if let Some(pid) = live_owner.filter(|_| !force) {
+            cleaned.kept_live.push((lab, pid));
             continue;
         }
         let result = match &state {

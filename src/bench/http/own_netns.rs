@@ -3,12 +3,9 @@
 //! flows, and slows senders of page references most), so the bench sets it rather than
 //! inheriting whatever the machine's default is.
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
-
 use super::allowance::{self, available, Allowance, GrantError};
-use crate::lab::state::NETNS_PREFIX;
+use crate::lab::file_lock::FileLock;
+use crate::lab::state::{stateless_owner_lock, NETNS_PREFIX};
 use crate::lab::{sys, Error, Result};
 
 /// The congestion controls every table row is measured under: Linux's default, then BBR.
@@ -18,15 +15,12 @@ pub const CONGESTION_CONTROLS: [&str; 2] = ["cubic", "bbr"];
 /// remove one a killed run left behind.
 const LAB: &str = "bench-http";
 
-/// Held by the machine's one `bench http` run for its whole length. /run is root's alone.
-const LOCK: &str = "/run/cdnlab-bench-http.lock";
-
 /// The machine's one `bench http` run: an exclusive lock the kernel releases however the
 /// process ends, so a run that finds leftovers (namespaces, a widened list of congestion
-/// controls) knows they are a killed run's, not a live one's. Namespaces are made only
-/// through it.
+/// controls) knows they are a killed run's, not a live one's, and `cdnlab clean` keeps the
+/// namespaces of a live one. Namespaces are made only through it.
 pub struct Session {
-    _lock: File,
+    _lock: FileLock,
 }
 
 impl Session {
@@ -34,24 +28,9 @@ impl Session {
     /// `cdnlab down bench-http` removes them) and writes back a list of congestion controls
     /// a killed run left widened. Fails at once if another run holds the lock.
     pub fn begin() -> Result<Session> {
-        let lock = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(LOCK)
-            .map_err(|e| Error(format!("{LOCK}: {e}")))?;
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(Error(match e.raw_os_error() {
-                Some(libc::EWOULDBLOCK) => {
-                    "another `cdnlab bench http` is running on this machine".to_string()
-                }
-                _ => format!("locking {LOCK}: {e}"),
-            }));
-        }
+        let lock = FileLock::try_take(&stateless_owner_lock(LAB))?.ok_or_else(|| {
+            Error("another `cdnlab bench http` is running on this machine".to_string())
+        })?;
         for congestion in CONGESTION_CONTROLS {
             let name = netns_name(congestion);
             if std::path::Path::new("/run/netns").join(&name).exists() {

@@ -1,0 +1,135 @@
+//! Exclusive `flock` locks on files: a lab's state lock, and the lock a program holds while it
+//! owns a lab's namespaces without lab state (`bench http`). The kernel releases a lock however
+//! its holder ends, so a lock found free means nobody alive holds it.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+use super::sys::{Error, Result};
+
+/// Held until dropped.
+pub struct FileLock {
+    _file: File,
+}
+
+impl FileLock {
+    /// Takes the exclusive lock on `path`, waiting while another process holds it.
+    pub fn wait_for(path: &Path) -> Result<FileLock> {
+        let file = open(path)?;
+        lock(&file, libc::LOCK_EX).map_err(|e| locking_failed(path, e))?;
+        Ok(FileLock { _file: file })
+    }
+
+    /// Takes the exclusive lock on `path`, or `None` at once if another process holds it.
+    pub fn try_take(path: &Path) -> Result<Option<FileLock>> {
+        let file = open(path)?;
+        match lock(&file, libc::LOCK_EX | libc::LOCK_NB) {
+            Ok(()) => Ok(Some(FileLock { _file: file })),
+            Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(None),
+            Err(e) => Err(locking_failed(path, e)),
+        }
+    }
+}
+
+/// Opens (creating, mode 0600) the lock file `path`, never through a symbolic link: /run is
+/// root's, but a lock file is opened for writing.
+fn open(path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| Error(format!("{}: {e}", path.display())))
+}
+
+fn lock(file: &File, operation: i32) -> io::Result<()> {
+    loop {
+        // SAFETY: flock on a descriptor the caller owns.
+        if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+fn locking_failed(path: &Path, e: io::Error) -> Error {
+    Error(format!("locking {}: {e}", path.display()))
+}
+
+/// The process holding a `flock` on `path`, if any, read from /proc/locks: looking does not
+/// take the lock, so it never makes its holder's next attempt fail.
+pub fn holder(path: &Path) -> Option<i32> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    holder_in(&locks, meta.dev(), meta.ino())
+}
+
+/// The pid of the `FLOCK` in `locks` (/proc/locks' text) on the file `dev`:`ino`.
+fn holder_in(locks: &str, dev: u64, ino: u64) -> Option<i32> {
+    // The file as /proc/locks names it: MAJOR:MINOR:INODE, the device numbers in hex.
+    let file = format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev));
+    locks.lines().find_map(|line| {
+        // "1: FLOCK  ADVISORY  WRITE 1234 00:19:5678 0 EOF"; a waiter's line has "->" after "1:".
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [_, "FLOCK", _, _, pid, at, ..] if *at == file => pid.parse().ok(),
+            _ => None,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_holder_is_read_off_the_line_for_the_file() {
+        let dev = libc::makedev(0, 0x19);
+        let locks = "1: POSIX  ADVISORY  WRITE 77 00:19:5678 0 EOF\n\
+                     2: FLOCK  ADVISORY  WRITE 1234 00:19:5678 0 EOF\n\
+                     2: -> FLOCK  ADVISORY  WRITE 999 00:19:5678 0 EOF\n\
+                     3: FLOCK  ADVISORY  WRITE 55 00:19:42 0 EOF\n";
+        assert_eq!(holder_in(locks, dev, 5678), Some(1234));
+        assert_eq!(holder_in(locks, dev, 42), Some(55));
+        assert_eq!(holder_in(locks, dev, 7), None);
+        assert_eq!(holder_in(locks, libc::makedev(0, 0x1a), 5678), None);
+    }
+
+    #[test]
+    fn a_held_lock_is_refused_without_waiting_and_names_its_holder() {
+        let dir = std::env::temp_dir().join(format!("cdnlab-file-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("test.lock");
+        let held = FileLock::try_take(&path).unwrap();
+        assert!(held.is_some());
+        assert_eq!(holder(&path), Some(std::process::id() as i32));
+        // A second descriptor of the same process conflicts with the first, as another's would.
+        assert!(FileLock::try_take(&path).unwrap().is_none());
+        drop(held);
+        assert_eq!(holder(&path), None);
+        assert!(FileLock::wait_for(&path).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_symbolic_link_is_not_opened() {
+        let dir =
+            std::env::temp_dir().join(format!("cdnlab-file-lock-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("target");
+        let link = dir.join("link.lock");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(FileLock::wait_for(&link).is_err());
+        assert!(!target.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
