@@ -5,12 +5,15 @@ use super::objects::{size_label, OBJECTS};
 use super::own_netns::CONGESTION_CONTROLS;
 use super::pinning::Pinning;
 use super::tools::Tools;
-use super::wrk::{Load, WRK_CONNECTIONS, WRK_THREADS};
+use super::wrk::{Load, Spread, WRK_CONNECTIONS, WRK_THREADS};
 use crate::bench::{Report, Verdict};
 use crate::table::{num, Table};
 
 /// The issue's target: at least nginx's rate in every row.
 const TARGET_RATIO: f64 = 1.0;
+
+/// How busy a server's core must be for it, not wrk, to have set the rate.
+const SATURATED: f64 = 0.9;
 
 /// How long each wrk run lasts and how many rounds alternate between the servers.
 #[derive(Clone, Copy)]
@@ -28,9 +31,9 @@ pub(super) struct Row {
     pub(super) ours_name: &'static str,
     pub(super) nginx: Load,
     pub(super) ours: Load,
-    /// ` (MIN–MAX)` of requests per second over the rounds.
-    pub(super) nginx_spread: String,
-    pub(super) ours_spread: String,
+    /// Requests per second over the rounds, lowest and highest.
+    pub(super) nginx_spread: Option<Spread>,
+    pub(super) ours_spread: Option<Spread>,
 }
 
 impl Row {
@@ -89,8 +92,16 @@ fn table(rows: &[Row]) -> Table {
         table.push(vec![
             row.congestion.to_string(),
             row.label.clone(),
-            format!("{:.0}{}", theirs.requests_per_s, row.nginx_spread),
-            format!("{:.0}{}", ours.requests_per_s, row.ours_spread),
+            format!(
+                "{:.0}{}",
+                theirs.requests_per_s,
+                Spread::text(row.nginx_spread)
+            ),
+            format!(
+                "{:.0}{}",
+                ours.requests_per_s,
+                Spread::text(row.ours_spread)
+            ),
             ratio_text(row.ratio()),
             num(theirs.server_cores, 2),
             num(ours.server_cores, 2),
@@ -117,10 +128,11 @@ fn verdict(rows: &[Row]) -> Verdict {
         .filter(|row| row.ratio().is_nan() || row.ratio() < TARGET_RATIO)
         .map(|row| {
             format!(
-                "{}, {}: {}",
+                "{}, {}: {}{}",
                 row.congestion,
                 row.label,
-                ratio_text(row.ratio())
+                ratio_text(row.ratio()),
+                miss_reading(row)
             )
         })
         .collect();
@@ -138,6 +150,36 @@ fn verdict(rows: &[Row]) -> Verdict {
             ratio_text(low),
             below.join("; ")
         ))
+    }
+}
+
+/// What a missed row's own numbers say of the miss, in parentheses: whether the rounds tell
+/// the servers apart, whether either server's core was busy enough to have set the rate, and
+/// the servers' CPU per request, which compares them where their cores did not.
+fn miss_reading(row: &Row) -> String {
+    let mut said = Vec::new();
+    if let (Some(theirs), Some(ours)) = (row.nginx_spread, row.ours_spread) {
+        if ours.high >= theirs.low {
+            said.push("the rounds overlap".to_string());
+        }
+    }
+    if let (Some(theirs), Some(ours)) = (row.nginx.cpu_busy, row.ours.cpu_busy) {
+        if theirs.max(ours) < SATURATED {
+            said.push(format!(
+                "servers' cores {:.0} / {:.0}% busy, neither the limit",
+                theirs * 100.0,
+                ours * 100.0
+            ));
+        }
+    }
+    if let (Some(theirs), Some(ours)) = (row.nginx.cpu_per_request_us, row.ours.cpu_per_request_us)
+    {
+        said.push(format!("CPU per request {:.2} × nginx's", ours / theirs));
+    }
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", said.join("; "))
     }
 }
 
@@ -167,7 +209,9 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools, unavailable: &[Strin
          the server's core, not wrk, was the bottleneck. Where it was not, the requests per \
          second are wrk's as much as the server's, and the CPU per request (the server's \
          cores over its requests per second, of each run; the median of the runs) tells the \
-         servers' costs apart."
+         servers' costs apart. A missed row's verdict says so: whether the rounds overlap, \
+         whether either server's core was at least 90% busy, and our CPU per request over \
+         nginx's."
             .into(),
         format!(
             "TCP column: every row runs under {}, each in a network namespace of its own \
@@ -220,6 +264,48 @@ mod tests {
         assert_eq!(ratio_text(1.0), "1.00");
         assert_eq!(ratio_text(1.004), "1.00");
         assert_eq!(ratio_text(f64::NAN), "NaN");
+    }
+
+    fn row(nginx: (f64, f64, f64, f64), ours: (f64, f64, f64, f64)) -> super::Row {
+        use super::{Load, Spread};
+        // (median requests/s, lowest, highest, server's core busy); 20 µs per request each.
+        let load = |(rate, _, _, busy): (f64, f64, f64, f64)| Load {
+            requests_per_s: rate,
+            server_cores: Some(rate * 20e-6),
+            cpu_busy: Some(busy),
+            cpu_per_request_us: Some(20.0),
+        };
+        let spread = |(_, low, high, _): (f64, f64, f64, f64)| Some(Spread { low, high });
+        super::Row {
+            congestion: "cubic",
+            label: "100 KB segment, synthetic".into(),
+            ours_name: "ucs",
+            nginx: load(nginx),
+            ours: load(ours),
+            nginx_spread: spread(nginx),
+            ours_spread: spread(ours),
+        }
+    }
+
+    #[test]
+    fn a_missed_row_says_what_its_numbers_make_of_the_miss() {
+        use super::{verdict, Verdict};
+        // Neither core saturated and the rounds overlap: a miss the rounds cannot tell.
+        let wrk_bound = row(
+            (31848.0, 28322.0, 31956.0, 0.72),
+            (30785.0, 30520.0, 32062.0, 0.69),
+        );
+        // Our core saturated and every round of ours below every round of nginx's.
+        let slower = row((1000.0, 990.0, 1010.0, 0.99), (900.0, 890.0, 910.0, 0.99));
+        let Verdict::Missed(said) = verdict(&[wrk_bound, slower]) else {
+            panic!("two rows below the target met it");
+        };
+        assert_eq!(
+            said,
+            "ratios 0.90–0.97; below 1.0: cubic, 100 KB segment, synthetic: 0.97 (the rounds \
+             overlap; servers' cores 72 / 69% busy, neither the limit; CPU per request 1.00 × \
+             nginx's); cubic, 100 KB segment, synthetic: 0.90 (CPU per request 1.00 × nginx's)"
+        );
     }
 
     #[test]

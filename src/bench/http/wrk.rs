@@ -95,15 +95,30 @@ fn read_report(url: &str, output: &std::process::Output) -> Result<WrkReport> {
     Ok(report)
 }
 
-/// ` (MIN–MAX)` of the runs' requests per second, or nothing for a single run.
-pub(super) fn spread(runs: &[Load]) -> String {
+/// The spread of requests per second over `runs` (`None` for fewer than two).
+pub(super) fn spread(runs: &[Load]) -> Option<Spread> {
     if runs.len() < 2 {
-        return String::new();
+        return None;
     }
     let rates = runs.iter().map(|l| l.requests_per_s);
-    let low = rates.clone().fold(f64::INFINITY, f64::min);
-    let high = rates.fold(f64::NEG_INFINITY, f64::max);
-    format!(" ({low:.0}–{high:.0})")
+    Some(Spread {
+        low: rates.clone().fold(f64::INFINITY, f64::min),
+        high: rates.fold(f64::NEG_INFINITY, f64::max),
+    })
+}
+
+/// The lowest and highest requests per second of a case's runs on one server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Spread {
+    pub(super) low: f64,
+    pub(super) high: f64,
+}
+
+impl Spread {
+    /// ` (LOW–HIGH)`, or nothing for a single run.
+    pub(super) fn text(spread: Option<Spread>) -> String {
+        spread.map_or_else(String::new, |s| format!(" ({:.0}–{:.0})", s.low, s.high))
+    }
 }
 
 impl Load {
@@ -220,8 +235,8 @@ Transfer/sec:      1.50GB
             "each column's own median, CPU per request of the runs themselves"
         );
         assert!(Load::median(&[]).requests_per_s.is_nan());
-        assert_eq!(spread(&runs), " (10–30)");
-        assert_eq!(spread(&runs[..1]), "");
+        assert_eq!(Spread::text(spread(&runs)), " (10–30)");
+        assert_eq!(Spread::text(spread(&runs[..1])), "");
     }
 
     #[test]
