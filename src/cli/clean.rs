@@ -17,8 +17,10 @@ pub fn run(args: CleanArgs) -> Result<(), Failure> {
         check_lab_arg(lab)?;
     }
     let cleaned = lab::clean(&args.labs, args.force)?;
-    for (lab, pid) in &cleaned.kept_live {
-        crate::say!("kept: lab `{lab}` belongs to a running cdnlab (pid {pid}); stop that, or `cdnlab clean --force {lab}`");
+    for (lab, owner) in &cleaned.kept_live {
+        crate::say!(
+            "kept: lab `{lab}` belongs to {owner}; stop that, or `cdnlab clean --force {lab}`"
+        );
     }
     if cleaned.removed.is_empty() {
         crate::say!("nothing to clean");

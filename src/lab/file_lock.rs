@@ -66,11 +66,16 @@ fn locking_failed(path: &Path, e: io::Error) -> Error {
 }
 
 /// The process holding a `flock` on `path`, if any, read from /proc/locks: looking does not
-/// take the lock, so it never makes its holder's next attempt fail.
-pub fn holder(path: &Path) -> Option<i32> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    holder_in(&locks, meta.dev(), meta.ino())
+/// take the lock, so it never makes its holder's next attempt fail. `Ok(None)` if no file is
+/// there; an error if /proc/locks cannot be read, so a caller can tell "free" from "unknown".
+/// The file is found by the device and inode `stat` gives, which are the kernel's own on the
+/// tmpfs /run is (not on every file system: btrfs subvolumes report other device numbers).
+pub fn holder(path: &Path) -> io::Result<Option<i32>> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(None);
+    };
+    let locks = std::fs::read_to_string("/proc/locks")?;
+    Ok(holder_in(&locks, meta.dev(), meta.ino()))
 }
 
 /// The pid of the `FLOCK` in `locks` (/proc/locks' text) on the file `dev`:`ino`.
@@ -94,14 +99,22 @@ mod tests {
     #[test]
     fn the_holder_is_read_off_the_line_for_the_file() {
         let dev = libc::makedev(0, 0x19);
-        let locks = "1: POSIX  ADVISORY  WRITE 77 00:19:5678 0 EOF\n\
-                     2: FLOCK  ADVISORY  WRITE 1234 00:19:5678 0 EOF\n\
-                     2: -> FLOCK  ADVISORY  WRITE 999 00:19:5678 0 EOF\n\
-                     3: FLOCK  ADVISORY  WRITE 55 00:19:42 0 EOF\n";
+        // Waiters ("->", nested or not), other kinds of lock and other files come first, so
+        // a parser that took any of them would answer wrongly.
+        let locks = "1: -> FLOCK  ADVISORY  WRITE 999 00:19:5678 0 EOF\n\
+                     1:  -> FLOCK  ADVISORY  WRITE 998 00:19:5678 0 EOF\n\
+                     2: POSIX  ADVISORY  WRITE 77 00:19:5678 0 EOF\n\
+                     3: OFDLCK ADVISORY  READ -1 00:19:5678 0 EOF\n\
+                     4: FLOCK  ADVISORY  WRITE 66 00:1a:5678 0 EOF\n\
+                     5: FLOCK  ADVISORY  WRITE 1234 00:19:5678 0 EOF\n\
+                     6: FLOCK  ADVISORY  WRITE 55 00:19:42 0 EOF\n\
+                     7: FLOCK  ADVISORY  WRITE 44 103:1a3:42 0 EOF\n";
         assert_eq!(holder_in(locks, dev, 5678), Some(1234));
         assert_eq!(holder_in(locks, dev, 42), Some(55));
         assert_eq!(holder_in(locks, dev, 7), None);
-        assert_eq!(holder_in(locks, libc::makedev(0, 0x1a), 5678), None);
+        assert_eq!(holder_in(locks, libc::makedev(0, 0x1a), 5678), Some(66));
+        assert_eq!(holder_in(locks, libc::makedev(0x103, 0x1a3), 42), Some(44));
+        assert_eq!(holder_in(locks, libc::makedev(0, 0x1b), 5678), None);
     }
 
     #[test]
@@ -111,11 +124,11 @@ mod tests {
         let path = dir.join("test.lock");
         let held = FileLock::try_take(&path).unwrap();
         assert!(held.is_some());
-        assert_eq!(holder(&path), Some(std::process::id() as i32));
+        assert_eq!(holder(&path).unwrap(), Some(std::process::id() as i32));
         // A second descriptor of the same process conflicts with the first, as another's would.
         assert!(FileLock::try_take(&path).unwrap().is_none());
         drop(held);
-        assert_eq!(holder(&path), None);
+        assert_eq!(holder(&path).unwrap(), None);
         assert!(FileLock::wait_for(&path).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }

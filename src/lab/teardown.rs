@@ -163,8 +163,8 @@ fn stop_shapers_of(lab: &str) -> Result<()> {
 #[derive(Debug, Default)]
 pub struct Cleaned {
     pub removed: Vec<String>,
-    /// Lab name and its owner's pid.
-    pub kept_live: Vec<(String, i32)>,
+    /// Lab name, and who owns it: `a running cdnlab (pid N)`, or why that cannot be told.
+    pub kept_live: Vec<(String, String)>,
 }
 
 /// The lab a namespace or /etc/netns entry name belongs to, if it is a well-formed lab's.
@@ -202,16 +202,25 @@ pub fn clean(only: &[String], force: bool) -> Result<Cleaned> {
     let mut first_error = None;
     for lab in labs {
         let state = LabState::load(&lab).ok();
+        let running = |pid: i32| format!("a running cdnlab (pid {pid})");
         let live_owner = match &state {
             Some(state) => state
                 .owner
                 .as_ref()
                 .filter(|_| state.owner_alive())
-                .map(|owner| owner.pid),
-            None => file_lock::holder(&stateless_owner_lock(&lab)),
+                .map(|owner| running(owner.pid)),
+            // Kept when it cannot be told: removing a live bench's namespaces breaks its run.
+            None => match file_lock::holder(&stateless_owner_lock(&lab)) {
+                Ok(holder) => holder.map(running),
+                Err(e) => Some(format!(
+                    "a `cdnlab bench http` that may be running (who holds {} cannot be read \
+                     from /proc/locks: {e})",
+                    stateless_owner_lock(&lab).display()
+                )),
+            },
         };
-        if let Some(pid) = live_owner.filter(|_| !force) {
-            cleaned.kept_live.push((lab, pid));
+        if let Some(owner) = live_owner.filter(|_| !force) {
+            cleaned.kept_live.push((lab, owner));
             continue;
         }
         let result = match &state {
