@@ -158,29 +158,31 @@ fn verdict(rows: &[Row]) -> Verdict {
 /// the servers' CPU per request, which compares them where their cores did not.
 fn miss_reading(row: &Row) -> String {
     let mut said = Vec::new();
-    if let (Some(theirs), Some(ours)) = (row.nginx_spread, row.ours_spread) {
-        if ours.high >= theirs.low {
-            said.push("the rounds overlap".to_string());
-        }
-    }
+    said.push(match (row.nginx_spread, row.ours_spread) {
+        // A miss means our median lies below nginx's, so only this side can part them.
+        (Some(theirs), Some(ours)) if ours.high >= theirs.low => "the rounds overlap".into(),
+        (Some(_), Some(_)) => "every round of ours below every round of nginx's".into(),
+        _ => "one round each".to_string(),
+    });
     if let (Some(theirs), Some(ours)) = (row.nginx.cpu_busy, row.ours.cpu_busy) {
-        if theirs.max(ours) < SATURATED {
-            said.push(format!(
-                "servers' cores {:.0} / {:.0}% busy, neither the limit",
-                theirs * 100.0,
-                ours * 100.0
-            ));
-        }
+        let limit = if theirs.max(ours) < SATURATED {
+            "neither the limit"
+        } else {
+            "a core was the limit"
+        };
+        said.push(format!(
+            "server's core busy: nginx {:.0}%, ours {:.0}%, {limit}",
+            theirs * 100.0,
+            ours * 100.0
+        ));
     }
     if let (Some(theirs), Some(ours)) = (row.nginx.cpu_per_request_us, row.ours.cpu_per_request_us)
     {
-        said.push(format!("CPU per request {:.2} × nginx's", ours / theirs));
+        if theirs > 0.0 {
+            said.push(format!("CPU per request {:.2} × nginx's", ours / theirs));
+        }
     }
-    if said.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", said.join("; "))
-    }
+    format!(" ({})", said.join("; "))
 }
 
 fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools, unavailable: &[String]) -> Vec<String> {
@@ -209,10 +211,14 @@ fn setup(effort: &Effort, pinning: &Pinning, tools: &Tools, unavailable: &[Strin
          the server's core, not wrk, was the bottleneck. Where it was not, the requests per \
          second are wrk's as much as the server's, and the CPU per request (the server's \
          cores over its requests per second, of each run; the median of the runs) tells the \
-         servers' costs apart. A missed row's verdict says so: whether the rounds overlap, \
-         whether either server's core was at least 90% busy, and our CPU per request over \
-         nginx's."
+         servers' costs apart."
             .into(),
+        format!(
+            "A missed row's verdict reads its own numbers: whether the rounds overlap, whether \
+             either server's core was at least {:.0}% busy (the limit), and our CPU per request \
+             over nginx's.",
+            SATURATED * 100.0
+        ),
         format!(
             "TCP column: every row runs under {}, each in a network namespace of its own \
              (loopback only, `cdnlab-bench-http.NAME`) whose default congestion control the \
@@ -268,12 +274,13 @@ mod tests {
 
     fn row(nginx: (f64, f64, f64, f64), ours: (f64, f64, f64, f64)) -> super::Row {
         use super::{Load, Spread};
-        // (median requests/s, lowest, highest, server's core busy); 20 µs per request each.
+        // (median requests/s, lowest, highest, server's core busy); CPU per request grows
+        // with how busy the core was (20 µs at 70%), so a swapped ratio shows.
         let load = |(rate, _, _, busy): (f64, f64, f64, f64)| Load {
             requests_per_s: rate,
-            server_cores: Some(rate * 20e-6),
+            server_cores: Some(rate * busy * 20e-6 / 0.7),
             cpu_busy: Some(busy),
-            cpu_per_request_us: Some(20.0),
+            cpu_per_request_us: Some(busy * 20.0 / 0.7),
         };
         let spread = |(_, low, high, _): (f64, f64, f64, f64)| Some(Spread { low, high });
         super::Row {
@@ -292,19 +299,27 @@ mod tests {
         use super::{verdict, Verdict};
         // Neither core saturated and the rounds overlap: a miss the rounds cannot tell.
         let wrk_bound = row(
-            (31848.0, 28322.0, 31956.0, 0.72),
-            (30785.0, 30520.0, 32062.0, 0.69),
+            (31848.0, 28322.0, 31956.0, 0.70),
+            (30785.0, 30520.0, 32062.0, 0.77),
         );
         // Our core saturated and every round of ours below every round of nginx's.
-        let slower = row((1000.0, 990.0, 1010.0, 0.99), (900.0, 890.0, 910.0, 0.99));
-        let Verdict::Missed(said) = verdict(&[wrk_bound, slower]) else {
-            panic!("two rows below the target met it");
+        let slower = row((1000.0, 990.0, 1010.0, 0.70), (900.0, 890.0, 910.0, 0.98));
+        // One round each: no spread to compare.
+        let mut single = row((1000.0, 0.0, 0.0, 0.70), (990.0, 0.0, 0.0, 0.70));
+        (single.nginx_spread, single.ours_spread) = (None, None);
+        let Verdict::Missed(said) = verdict(&[wrk_bound, slower, single]) else {
+            panic!("three rows below the target met it");
         };
         assert_eq!(
             said,
-            "ratios 0.90–0.97; below 1.0: cubic, 100 KB segment, synthetic: 0.97 (the rounds \
-             overlap; servers' cores 72 / 69% busy, neither the limit; CPU per request 1.00 × \
-             nginx's); cubic, 100 KB segment, synthetic: 0.90 (CPU per request 1.00 × nginx's)"
+            "ratios 0.90–0.99; below 1.0: \
+             cubic, 100 KB segment, synthetic: 0.97 (the rounds overlap; server's core busy: \
+             nginx 70%, ours 77%, neither the limit; CPU per request 1.10 × nginx's); \
+             cubic, 100 KB segment, synthetic: 0.90 (every round of ours below every round of \
+             nginx's; server's core busy: nginx 70%, ours 98%, a core was the limit; CPU per \
+             request 1.40 × nginx's); \
+             cubic, 100 KB segment, synthetic: 0.99 (one round each; server's core busy: \
+             nginx 70%, ours 70%, neither the limit; CPU per request 1.00 × nginx's)"
         );
     }
 
