@@ -8,7 +8,7 @@
 mod common;
 
 use common::harness::{self, tests, DOCKER};
-use common::{build_image, docker, read_json, repo_root, text};
+use common::{build_image, docker, read_json, repo_root, text, TestDir};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -171,11 +171,9 @@ fn wait_for_json(testbed: &Testbed, files: &[PathBuf], limit: Duration) -> Vec<s
 }
 
 fn compose_testbed_plays_and_takes_a_delay_change() {
-    let results = std::env::temp_dir().join("cdnlab-test-compose");
-    let _ = std::fs::remove_dir_all(&results);
-    std::fs::create_dir_all(&results).unwrap();
+    let results = TestDir::created("compose");
     let testbed = Testbed {
-        results: results.clone(),
+        results: results.to_path_buf(),
         compose: compose_program(),
         project: PROJECT,
         profile: None,
@@ -295,11 +293,9 @@ fn site1_shares(controller: &serde_json::Value) -> Vec<f64> {
 /// PARM installs rules, and `set-bandwidth.sh --compose icn-core-site1 1mbit` reaches site1's SM
 /// module (C_1 = 1 Mbit/s) and moves the mapping away from site1 at the next PARM period.
 fn compose_icn_profile_maps_away_from_a_slowed_site() {
-    let results = std::env::temp_dir().join("cdnlab-test-compose-icn");
-    let _ = std::fs::remove_dir_all(&results);
-    std::fs::create_dir_all(&results).unwrap();
+    let results = TestDir::created("compose-icn");
     let testbed = Testbed {
-        results: results.clone(),
+        results: results.to_path_buf(),
         compose: compose_program(),
         project: ICN_PROJECT,
         profile: Some("icn"),
@@ -383,9 +379,7 @@ fn compose_icn_profile_maps_away_from_a_slowed_site() {
 /// Every shipped topology, and all of them in one file, generate a compose file that compose
 /// itself accepts (`config -q` parses it, checks its references and interpolates it).
 fn every_shipped_topology_generates_a_file_compose_accepts() {
-    let dir = std::env::temp_dir().join("cdnlab-test-compose-config");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TestDir::created("compose-config");
     let mut files: Vec<PathBuf> = std::fs::read_dir(repo_root().join("topologies"))
         .unwrap()
         .map(|e| e.unwrap().path())

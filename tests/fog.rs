@@ -9,15 +9,14 @@
 mod common;
 
 use common::harness::{self, tests, LAB};
-use common::run_topology;
+use common::{run_topology, TestDir};
 use serde_json::Value;
-use std::path::PathBuf;
 
 const TOPOLOGY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/f-fdn.toml");
 
 /// Runs f-fdn.toml as lab `name` with a short trace and `sets`; returns the viewers' summary
 /// and the run directory.
-fn run_ffdn(name: &str, sets: &[&str]) -> (Value, PathBuf) {
+fn run_ffdn(name: &str, sets: &[&str]) -> (Value, TestDir) {
     let mut args = vec![
         "--timeout",
         "180s",
@@ -90,7 +89,7 @@ fn robust_ffdn_halves_central_clouds_misses_and_is_level_with_cdn() {
                 .enumerate()
                 .map(|(i, method)| {
                     scope.spawn(move || {
-                        let (viewers, out) = run_ffdn(
+                        let (viewers, _) = run_ffdn(
                             &format!("t-ffdn-m{i}"),
                             &[
                                 &format!("method={method}"),
@@ -98,7 +97,6 @@ fn robust_ffdn_halves_central_clouds_misses_and_is_level_with_cdn() {
                                 "caching=60%",
                             ],
                         );
-                        let _ = std::fs::remove_dir_all(out);
                         viewers
                     })
                 })
@@ -222,7 +220,6 @@ fn a_killed_fdn_is_noticed_and_its_segments_go_elsewhere() {
         Vec::<String>::new(),
         "segments from fdn2 after it was down"
     );
-    let _ = std::fs::remove_dir_all(out);
 }
 
 tests!(

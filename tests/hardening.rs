@@ -139,8 +139,8 @@ fn two_ups_of_one_name_exactly_one_wins_and_the_loser_touches_nothing() {
 
 /// `cdnlab run LAB` in the background, with its output piped.
 fn start_run(lab: &Lab) -> Child {
-    let out = std::env::temp_dir().join(format!("cdnlab-test-{}-out", lab.name));
-    let _ = std::fs::remove_dir_all(&out);
+    // In the lab's own directory, which the lab guard removes after the run has ended.
+    let out = lab.dir.join("out");
     Command::new(common::cdnlab())
         .args(["run", lab.topology().to_str().unwrap(), "--out"])
         .arg(&out)

@@ -7,7 +7,7 @@ mod common;
 
 use cdnlab::p2p::report::{read, RunReport};
 use common::harness::{self, tests, LAB};
-use common::{check_refused_sets, run_topology};
+use common::{check_refused_sets, run_topology, TestDir};
 use serde_json::Value;
 use std::path::Path;
 
@@ -17,7 +17,7 @@ const TOPOLOGY: &str = concat!(
 );
 const CHUNK: u64 = 25_000;
 
-fn run_policy(name: &str, sets: &[&'static str]) -> (Value, RunReport, std::path::PathBuf) {
+fn run_policy(name: &str, sets: &[&'static str]) -> (Value, RunReport, TestDir) {
     let mut args = vec!["--timeout", "150s", "--set", "duration=40s"];
     for set in sets {
         args.extend(["--set", set]);

@@ -8,7 +8,7 @@
 mod common;
 
 use common::harness::{self, tests, LAB_AND_DOCKER};
-use common::{build_image, docker, read_json, repo_root, text};
+use common::{build_image, docker, read_json, repo_root, text, TestDir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -229,9 +229,7 @@ fn lab_startups(dir: &Path) -> Vec<f64> {
 }
 
 fn interconnected_cdns_play_on_a_swarm_as_in_a_lab() {
-    let dir = std::env::temp_dir().join("cdnlab-test-swarm");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TestDir::created("swarm");
     // The lab first, alone on the machine, as the reference.
     let lab = lab_startups(&dir);
 

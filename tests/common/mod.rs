@@ -191,11 +191,53 @@ pub fn alive(pid: i64) -> bool {
         .unwrap_or(false)
 }
 
+/// `cdnlab-test-NAME` under the temporary directory, for a test's files: a leftover of an
+/// earlier run is removed first, and the directory when dropped, unless the test is failing
+/// (then it stays, to be looked at). Declared before whatever writes into it (a lab, a
+/// Compose project), so dropped after it.
+pub struct TestDir(PathBuf);
+
+impl TestDir {
+    /// The directory, not made yet (`cdnlab run --out` makes its own).
+    pub fn new(name: &str) -> TestDir {
+        let path = std::env::temp_dir().join(format!("cdnlab-test-{name}"));
+        let _ = std::fs::remove_dir_all(&path);
+        TestDir(path)
+    }
+
+    /// The directory, made empty.
+    pub fn created(name: &str) -> TestDir {
+        let dir = TestDir::new(name);
+        std::fs::create_dir_all(&dir.0).expect("a test directory under the temporary directory");
+        dir
+    }
+}
+
+impl std::ops::Deref for TestDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TestDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
 /// `cdnlab run TOPOLOGY --name NAME --out (temp dir) ARGS…`: the run's summary and directory.
 /// Fails the test, with the run's output, unless it succeeds and leaves nothing behind.
-pub fn run_topology(name: &str, topology: &str, args: &[&str]) -> (serde_json::Value, PathBuf) {
-    let out = std::env::temp_dir().join(format!("cdnlab-test-{name}"));
-    let _ = std::fs::remove_dir_all(&out);
+pub fn run_topology(name: &str, topology: &str, args: &[&str]) -> (serde_json::Value, TestDir) {
+    let out = TestDir::new(name);
     let _ = run(&["clean", name]);
     let mut all = vec![
         "run",
@@ -227,7 +269,7 @@ pub fn run_topology(name: &str, topology: &str, args: &[&str]) -> (serde_json::V
 /// made, with an error containing WANT, and leave nothing of lab `name` behind.
 #[allow(dead_code)] // Not every test binary that includes this module refuses parameters.
 pub fn check_refused_sets(topology: &str, name: &str, cases: &[(&str, &str)]) {
-    let out = std::env::temp_dir().join(format!("cdnlab-test-{name}"));
+    let out = TestDir::new(name);
     for (set, want) in cases {
         let output = run(&[
             "run",
