@@ -95,6 +95,7 @@ fn holder_in(locks: &str, dev: u64, ino: u64) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::TempDir;
 
     #[test]
     fn the_holder_is_read_off_the_line_for_the_file() {
@@ -119,9 +120,9 @@ mod tests {
 
     #[test]
     fn a_held_lock_is_refused_without_waiting_and_names_its_holder() {
-        let dir = std::env::temp_dir().join(format!("cdnlab-file-lock-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("test.lock");
+        let dir = TempDir::new("file-lock");
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let path = dir.0.join("test.lock");
         let held = FileLock::try_take(&path).unwrap();
         assert!(held.is_some());
         assert_eq!(holder(&path).unwrap(), Some(std::process::id() as i32));
@@ -130,19 +131,16 @@ mod tests {
         drop(held);
         assert_eq!(holder(&path).unwrap(), None);
         assert!(FileLock::wait_for(&path).is_ok());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_symbolic_link_is_not_opened() {
-        let dir =
-            std::env::temp_dir().join(format!("cdnlab-file-lock-link-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let target = dir.join("target");
-        let link = dir.join("link.lock");
+        let dir = TempDir::new("file-lock-link");
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let target = dir.0.join("target");
+        let link = dir.0.join("link.lock");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert!(FileLock::wait_for(&link).is_err());
         assert!(!target.exists());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -210,14 +210,17 @@ pub fn clean(only: &[String], force: bool) -> Result<Cleaned> {
                 .filter(|_| state.owner_alive())
                 .map(|owner| running(owner.pid)),
             // Kept when it cannot be told: removing a live bench's namespaces breaks its run.
-            None => match file_lock::holder(&stateless_owner_lock(&lab)) {
-                Ok(holder) => holder.map(running),
-                Err(e) => Some(format!(
-                    "a `cdnlab bench http` that may be running (who holds {} cannot be read \
-                     from /proc/locks: {e})",
-                    stateless_owner_lock(&lab).display()
-                )),
-            },
+            None => {
+                let lock = stateless_owner_lock(&lab);
+                match file_lock::holder(&lock) {
+                    Ok(holder) => holder.map(running),
+                    Err(e) => Some(format!(
+                        "a `cdnlab bench http` that may be running (who holds {} cannot be \
+                         read from /proc/locks: {e})",
+                        lock.display()
+                    )),
+                }
+            }
         };
         if let Some(owner) = live_owner.filter(|_| !force) {
             cleaned.kept_live.push((lab, owner));

@@ -170,18 +170,19 @@ fn load(path: &Path) -> Result<Option<Vec<String>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::TempDir;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("cdnlab-allowance-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+    /// An empty directory of the test's own, removed with the guard even when the test fails.
+    fn scratch(name: &str) -> TempDir {
+        let dir = TempDir::new(&format!("allowance-{name}"));
+        std::fs::create_dir_all(&dir.0).unwrap();
         dir
     }
 
     #[test]
     fn a_recorded_list_reads_back_as_written() {
-        let dir = scratch("roundtrip");
+        let scratch = scratch("roundtrip");
+        let dir = &scratch.0;
         let record = dir.join("record");
         assert_eq!(
             load(&record).unwrap(),
@@ -197,12 +198,12 @@ mod tests {
         save(&record, &["cubic".to_string()]).unwrap();
         assert_eq!(load(&record).unwrap(), Some(vec!["cubic".to_string()]));
         assert!(!dir.join("record.new").exists());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_record_that_is_not_a_list_of_names_is_refused() {
-        let dir = scratch("refused");
+        let scratch = scratch("refused");
+        let dir = &scratch.0;
         let record = dir.join("record");
         for bad in [
             "",
@@ -220,12 +221,12 @@ mod tests {
         let many = vec!["reno"; MAX_NAMES + 1].join(" ");
         std::fs::write(&record, many).unwrap();
         assert!(load(&record).is_err());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_record_is_never_written_through_a_symbolic_link() {
-        let dir = scratch("symlink");
+        let scratch = scratch("symlink");
+        let dir = &scratch.0;
         let target = dir.join("target");
         std::fs::write(&target, "keep").unwrap();
         let record = dir.join("record");
@@ -237,6 +238,5 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
         assert!(!std::fs::symlink_metadata(&record).unwrap().is_symlink());
         assert_eq!(load(&record).unwrap(), Some(vec!["reno".to_string()]));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
