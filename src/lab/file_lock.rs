@@ -7,6 +7,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use super::sys::{Error, Result};
 
@@ -32,7 +33,26 @@ impl FileLock {
             Err(e) => Err(locking_failed(path, e)),
         }
     }
+
+    /// Takes the exclusive lock on `path`, waiting up to `within` while another process holds
+    /// it (polling, so a holder that never lets go costs only the wait); `None` if it still
+    /// does then.
+    pub fn take_within(path: &Path, within: Duration) -> Result<Option<FileLock>> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(lock) = FileLock::try_take(path)? {
+                return Ok(Some(lock));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
 }
+
+/// How often [`FileLock::take_within`] asks again.
+const POLL: Duration = Duration::from_millis(20);
 
 /// Opens (creating, mode 0600) the lock file `path`, never through a symbolic link: /run is
 /// root's, but a lock file is opened for writing.
@@ -131,6 +151,30 @@ mod tests {
         drop(held);
         assert_eq!(holder(&path).unwrap(), None);
         assert!(FileLock::wait_for(&path).is_ok());
+    }
+
+    #[test]
+    fn a_bounded_wait_takes_a_lock_released_in_time_and_gives_up_on_one_that_is_not() {
+        let dir = TempDir::new("file-lock-wait");
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let path = dir.0.join("test.lock");
+        let held = FileLock::try_take(&path).unwrap().unwrap();
+        let started = Instant::now();
+        assert!(FileLock::take_within(&path, Duration::from_millis(200))
+            .unwrap()
+            .is_none());
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(held);
+        });
+        let taken = FileLock::take_within(&path, Duration::from_secs(10)).unwrap();
+        assert!(
+            taken.is_some(),
+            "the lock released after 300 ms was not taken"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        releaser.join().unwrap();
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! the state root (see [`is_lab_dir`]).
 
 use super::build::existing_netns;
-use super::file_lock;
+use super::file_lock::{self, FileLock};
 use super::process::stop_processes;
 use super::state::{
     is_lab_dir, lab_dir, list_labs, stateless_owner_lock, LabState, ProcessRecord, NETNS_PREFIX,
@@ -203,22 +203,30 @@ pub fn clean(only: &[String], force: bool) -> Result<Cleaned> {
     for lab in labs {
         let state = LabState::load(&lab).ok();
         let running = |pid: i32| format!("a running cdnlab (pid {pid})");
+        // A lab without state is held by its owner's lock (`bench http`); `clean` holds it
+        // while it removes the lab, so an owner starting meanwhile waits instead of losing
+        // what it makes. The lock file stays, as its owner leaves it.
+        let mut _stateless_lock = None;
         let live_owner = match &state {
             Some(state) => state
                 .owner
                 .as_ref()
                 .filter(|_| state.owner_alive())
                 .map(|owner| running(owner.pid)),
-            // Kept when it cannot be told: removing a live bench's namespaces breaks its run.
             None => {
                 let lock = stateless_owner_lock(&lab);
-                match file_lock::holder(&lock) {
-                    Ok(holder) => holder.map(running),
-                    Err(e) => Some(format!(
-                        "a `cdnlab bench http` that may be running (who holds {} cannot be \
-                         read from /proc/locks: {e})",
-                        lock.display()
-                    )),
+                match FileLock::try_take(&lock) {
+                    Ok(Some(held)) => {
+                        _stateless_lock = Some(held);
+                        None
+                    }
+                    Ok(None) => Some(match file_lock::holder(&lock) {
+                        Ok(Some(pid)) => running(pid),
+                        _ => format!("a running cdnlab (it holds {})", lock.display()),
+                    }),
+                    // Kept when it cannot be told: removing a live bench's namespaces breaks
+                    // its run.
+                    Err(e) => Some(format!("a `cdnlab bench http` that may be running ({e})")),
                 }
             }
         };

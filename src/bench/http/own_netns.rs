@@ -15,6 +15,10 @@ pub const CONGESTION_CONTROLS: [&str; 2] = ["cubic", "bbr"];
 /// remove one a killed run left behind.
 const LAB: &str = "bench-http";
 
+/// How long [`Session::begin`] waits for the lock: long enough for a `cdnlab clean` to
+/// remove a killed run's namespaces (it holds the lock meanwhile), short beside another run.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The machine's one `bench http` run: an exclusive lock the kernel releases however the
 /// process ends, so a run that finds leftovers (namespaces, a widened list of congestion
 /// controls) knows they are a killed run's, not a live one's, and `cdnlab clean` keeps the
@@ -26,11 +30,13 @@ pub struct Session {
 impl Session {
     /// Takes the lock, then checks that no namespace of the bench is left (a killed run's:
     /// `cdnlab down bench-http` removes them) and writes back a list of congestion controls
-    /// a killed run left widened. Fails at once if another run holds the lock.
+    /// a killed run left widened. Fails if another process still holds the lock after
+    /// [`LOCK_WAIT`].
     pub fn begin() -> Result<Session> {
-        let lock = FileLock::try_take(&stateless_owner_lock(LAB))?.ok_or_else(|| {
-            Error("another `cdnlab bench http` is running on this machine".to_string())
-        })?;
+        let lock =
+            FileLock::take_within(&stateless_owner_lock(LAB), LOCK_WAIT)?.ok_or_else(|| {
+                Error("another `cdnlab bench http` is running on this machine".to_string())
+            })?;
         for congestion in CONGESTION_CONTROLS {
             let name = netns_name(congestion);
             if std::path::Path::new("/run/netns").join(&name).exists() {
