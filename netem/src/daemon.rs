@@ -33,6 +33,10 @@
 //! a sampled CLOCK_REALTIME − CLOCK_MONOTONIC offset and kept within [the queue's previous
 //! arrival, the read] (`ArrivalClock`); the daemon keeps the kernel's receive timestamps on for
 //! that (`enable_receive_timestamps`). A packet without a stamp is timed by its read.
+//!
+//! So an arrival need not wake the daemon when no packet can be due before the timer's next
+//! wake-up: then its socket leaves the epoll set and is read at every wake-up instead
+//! (`daemon_deferral`).
 
 pub use crate::daemon_config::{
     DaemonConfig, QueueSpec, DEFAULT_FIFO_PRIORITY, DEFAULT_KEEP_AWAKE_BUDGET_PERCENT,
@@ -42,8 +46,9 @@ use crate::daemon_control::check_impairments;
 pub use crate::daemon_control::{
     parse_request, request, DaemonStatus, KeeperStatus, QueueStatus, Request, Response,
 };
+use crate::daemon_deferral::{counts, least_delay_ns, Deferral, MAX_DEFERRED_BATCHES};
 use crate::daemon_keeper::Keeper;
-use crate::daemon_schedule::{ArrivalClock, Held, Schedule, WakeupLead};
+use crate::daemon_schedule::{ArrivalClock, ArrivalSource, Held, Schedule, WakeupLead};
 pub use crate::daemon_schedule::{ArrivalStats, Lateness, LATENESS_BOUNDS_NS};
 use crate::daemon_sys::{
     enable_receive_timestamps, monotonic_ns, realtime_offset_ns, set_fifo_priority,
@@ -77,6 +82,14 @@ fn takes_gso(impairments: &Impairments) -> bool {
     impairments.loss == 0.0
 }
 
+/// The least delay of the queues bound to `socket` that count for it.
+fn socket_least_delay_ns(socket: &SocketState, queues: &[QueueState]) -> u64 {
+    least_delay_ns(socket.queues.iter().map(|&(_, q)| {
+        let queue = &queues[q as usize];
+        (&queue.shaper, queue.no_rule_when_unimpaired)
+    }))
+}
+
 /// A control request line longer than this is refused (and its connection closed).
 const MAX_REQUEST_BYTES: usize = 1 << 20;
 
@@ -89,6 +102,8 @@ struct QueueState {
     /// The arrival time given to this queue's latest packet (CLOCK_MONOTONIC ns): no later
     /// packet of the queue is timed before it.
     last_arrival_ns: u64,
+    /// See [`QueueSpec::no_rule_when_unimpaired`].
+    no_rule_when_unimpaired: bool,
 }
 
 struct SocketState {
@@ -96,6 +111,10 @@ struct SocketState {
     netns: Option<PathBuf>,
     /// (queue number, index into `Daemon::queues`) of the queues bound to this socket.
     queues: Vec<(u16, u32)>,
+    /// Whether its arrivals can wait for the timer.
+    deferral: Deferral,
+    /// In the epoll set for input; otherwise read at every wake-up.
+    watched: bool,
 }
 
 /// A control client: bytes read but not yet a full line, and response bytes not yet written.
@@ -170,6 +189,8 @@ impl Daemon {
                         socket,
                         netns: spec.netns.clone(),
                         queues: vec![],
+                        deferral: Deferral::default(),
+                        watched: true,
                     });
                     sockets.len() - 1
                 }
@@ -190,9 +211,13 @@ impl Daemon {
                 socket: socket_index,
                 shaper: LinkShaper::new(spec.impairments, spec.seed),
                 last_arrival_ns: 0,
+                no_rule_when_unimpaired: spec.no_rule_when_unimpaired,
             });
         }
 
+        for socket in &mut sockets {
+            socket.deferral.least_delay_ns = socket_least_delay_ns(socket, &queues);
+        }
         let epoll = Epoll::new()?;
         let timer = Timer::new()?;
         let stopper = Stopper::new()?;
@@ -294,12 +319,15 @@ impl Daemon {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
         'serve: loop {
             let n = self.epoll.wait(&mut events)?;
+            self.read_unwatched()?;
             let mut timer_fired = false;
             for event in &events[..n] {
                 let token = event.u64;
                 let index = (token & TOKEN_INDEX_MASK) as usize;
                 match token & !TOKEN_INDEX_MASK {
-                    TOKEN_SOCKET => self.receive(index)?,
+                    TOKEN_SOCKET => {
+                        self.receive(index)?;
+                    }
                     TOKEN_CONNECTION => self.serve_connection(index),
                     _ => match token {
                         TOKEN_TIMER => timer_fired = true,
@@ -322,18 +350,36 @@ impl Daemon {
         Ok(())
     }
 
-    /// Reads one batch of packets from socket `index` and decides each one's fate. A message
-    /// that cannot be parsed is logged and counted (its packet, if named, is dropped) and the
-    /// rest of the batch goes on; a failing socket ends the daemon.
-    fn receive(&mut self, index: usize) -> io::Result<()> {
+    /// Reads every packet waiting on the sockets out of the epoll set (up to
+    /// [`MAX_DEFERRED_BATCHES`] batches each; one with more left is watched again).
+    fn read_unwatched(&mut self) -> io::Result<()> {
+        for i in 0..self.sockets.len() {
+            if self.sockets[i].watched {
+                continue;
+            }
+            for _ in 0..MAX_DEFERRED_BATCHES {
+                if !self.receive(i)? {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one batch of packets from socket `index` and decides each one's fate; true if
+    /// more may be waiting. A message that cannot be parsed is logged and counted (its packet,
+    /// if named, is dropped) and the rest of the batch goes on; a failing socket ends the
+    /// daemon.
+    fn receive(&mut self, index: usize) -> io::Result<bool> {
         let mut arrivals = std::mem::take(&mut self.arrivals);
         arrivals.clear();
+        let looked_at = monotonic_ns();
         let received = self.sockets[index].socket.recv_batch(|p| arrivals.push(p));
         let now = monotonic_ns();
         if self.arrival_clock.needs_offset(now) {
             self.arrival_clock.set_offset(realtime_offset_ns(), now);
         }
-        match received {
+        let more = match received {
             Ok(summary) => {
                 if summary.overrun {
                     self.status.overruns += 1;
@@ -366,6 +412,7 @@ impl Daemon {
                         io::Error::from_raw_os_error(summary.last_request_errno)
                     );
                 }
+                summary.more
             }
             Err(e) => {
                 let netns = self.netns_name(index);
@@ -374,12 +421,13 @@ impl Daemon {
                     format!("receiving on {netns}: {e}"),
                 ));
             }
-        }
+        };
+        self.sockets[index].deferral.read(looked_at, more);
         for packet in &arrivals {
             self.decide(index, *packet, now);
         }
         self.arrivals = arrivals;
-        Ok(())
+        Ok(more)
     }
 
     /// Gives `packet`, read at `now`, its departure time (or its verdict at once).
@@ -391,9 +439,22 @@ impl Daemon {
             .map(|&(_, q)| q);
         let verdict = match queue {
             Some(q) => match self.enqueue(q as usize, &packet, now) {
-                Verdict::Drop(_) => NfVerdict::Drop,
-                Verdict::SendAt(at) if at <= now => NfVerdict::Accept,
-                Verdict::SendAt(at) => {
+                (Verdict::Drop(_), _) => NfVerdict::Drop,
+                // Due already: read late, or jittered below zero (netem sends it at once).
+                (Verdict::SendAt(at), arrival) if at <= now => {
+                    self.status
+                        .verdict_lateness
+                        .record((now - at.max(arrival)) as i64);
+                    let state = &mut self.sockets[socket];
+                    if !state.watched {
+                        // Left unread past its time (a wake-up later than the margin, or a
+                        // packet that reached the socket long after its stamp).
+                        self.status.deferred_late += 1;
+                        state.deferral.hold_off(now);
+                    }
+                    NfVerdict::Accept
+                }
+                (Verdict::SendAt(at), _) => {
                     self.schedule.push(
                         at,
                         Held {
@@ -411,16 +472,23 @@ impl Daemon {
         self.push_verdict(socket, packet.queue_num, packet.id, verdict);
     }
 
-    /// Asks queue `q`'s shaper for `packet`'s fate, as of the packet's arrival.
-    fn enqueue(&mut self, q: usize, packet: &Packet, now: u64) -> Verdict {
+    /// Asks queue `q`'s shaper for `packet`'s fate, as of the packet's arrival; with the
+    /// arrival time.
+    fn enqueue(&mut self, q: usize, packet: &Packet, now: u64) -> (Verdict, u64) {
         let queue = &mut self.queues[q];
         let arrival = self
             .arrival_clock
             .arrival(packet.timestamp_ns, queue.last_arrival_ns, now);
         self.status.arrivals.record(arrival, now);
+        self.sockets[queue.socket].deferral.arrival(
+            arrival.1 == ArrivalSource::Kernel,
+            counts(&queue.shaper, queue.no_rule_when_unimpaired),
+            now,
+        );
         queue.last_arrival_ns = arrival.0;
         let (segments, ip_bytes) = packet.wire_packets(WIRE_MTU);
-        queue.shaper.enqueue_segments(arrival.0, ip_bytes, segments)
+        let verdict = queue.shaper.enqueue_segments(arrival.0, ip_bytes, segments);
+        (verdict, arrival.0)
     }
 
     fn push_verdict(&mut self, socket: usize, queue_num: u16, id: u32, verdict: NfVerdict) {
@@ -481,6 +549,24 @@ impl Daemon {
             self.armed = target;
             if let Some(keeper) = &mut self.keeper {
                 keeper.follow(target, now);
+            }
+        }
+        self.watch_sockets(now)
+    }
+
+    /// Takes each socket out of the epoll set while its arrivals can wait for the timer, and
+    /// puts it back when they cannot.
+    fn watch_sockets(&mut self, now: u64) -> io::Result<()> {
+        for (i, state) in self.sockets.iter_mut().enumerate() {
+            let can_wait = state.deferral.can_wait(self.armed, now);
+            if can_wait == state.watched {
+                self.epoll.modify(
+                    state.socket.as_raw_fd(),
+                    TOKEN_SOCKET | i as u64,
+                    !can_wait,
+                    false,
+                )?;
+                state.watched = !can_wait;
             }
         }
         Ok(())
@@ -596,7 +682,7 @@ impl Daemon {
             let token = TOKEN_CONNECTION | slot as u64;
             if self
                 .epoll
-                .modify(conn.stream.as_raw_fd(), token, want_writable)
+                .modify(conn.stream.as_raw_fd(), token, true, want_writable)
                 .is_err()
             {
                 return;
@@ -622,7 +708,15 @@ impl Daemon {
                                 return Response::error(format!("queue `{id}`: {e}"));
                             }
                         }
+                        let unimpaired = impairments.is_none();
                         self.queues[q].shaper.set(impairments);
+                        let socket = self.queues[q].socket;
+                        let least = socket_least_delay_ns(&self.sockets[socket], &self.queues);
+                        let deferral = &mut self.sockets[socket].deferral;
+                        deferral.least_delay_ns = least;
+                        if unimpaired {
+                            deferral.hold_off(monotonic_ns());
+                        }
                         Response::ok()
                     }
                     None => Response::error(format!(

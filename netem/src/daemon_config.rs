@@ -89,6 +89,10 @@ pub struct QueueSpec {
     /// Seeds the shaper's random decisions (loss, jitter), so a run is reproducible.
     #[serde(default)]
     pub seed: u64,
+    /// No packet comes to the queue while it is unimpaired (its NFQUEUE rule is then removed,
+    /// as a lab does), so its zero delay need not make its socket's arrivals be read at once.
+    #[serde(default)]
+    pub no_rule_when_unimpaired: bool,
 }
 
 impl DaemonConfig {

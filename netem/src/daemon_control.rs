@@ -72,8 +72,13 @@ pub struct DaemonStatus {
     pub wakeup_lateness: Lateness,
     /// How far ahead of a departure the timer is armed, learnt from `wakeup_lateness`.
     pub wakeup_lead_ns: u64,
-    /// Every verdict given: how long after its departure time it was sent.
+    /// Every verdict given: how long after its departure time it was sent (for a packet
+    /// already due when read, after the later of that time and its arrival).
     pub verdict_lateness: Lateness,
+    /// Packets read from a socket left out of the epoll set (`daemon_deferral`) only after
+    /// they were due; each makes that socket's arrivals be read at once for a second.
+    #[serde(default)]
+    pub deferred_late: u64,
     /// How the packets' arrival times were taken (the kernel's stamp or the daemon's read).
     #[serde(default)]
     pub arrivals: ArrivalStats,

@@ -68,7 +68,7 @@ const CLOCK_OFFSET_REFRESH_NS: u64 = 1_000_000_000;
 /// A kernel stamp this much older than the read is taken for a stepped clock, not for a packet
 /// that waited: the daemon runs at SCHED_FIFO priority and reads within milliseconds even on a
 /// loaded machine.
-const MAX_ARRIVAL_AGE_NS: u64 = 1_000_000_000;
+pub(crate) const MAX_ARRIVAL_AGE_NS: u64 = 1_000_000_000;
 
 /// The kernel stamps in whole microseconds, truncating: the packet arrived within the
 /// microsecond after its stamp, on average half of it later.

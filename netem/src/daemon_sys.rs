@@ -182,9 +182,19 @@ impl Epoll {
         self.ctl(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, token)
     }
 
-    /// Watches `fd` for input, and for room to write when `writable` is set.
-    pub(crate) fn modify(&self, fd: RawFd, token: u64, writable: bool) -> io::Result<()> {
-        let mut events = libc::EPOLLIN as u32;
+    /// Watches `fd` for input when `readable` is set, and for room to write when `writable`
+    /// is (neither: it stays registered, reporting only errors and hang-ups).
+    pub(crate) fn modify(
+        &self,
+        fd: RawFd,
+        token: u64,
+        readable: bool,
+        writable: bool,
+    ) -> io::Result<()> {
+        let mut events = 0;
+        if readable {
+            events |= libc::EPOLLIN as u32;
+        }
         if writable {
             events |= libc::EPOLLOUT as u32;
         }

@@ -7,6 +7,7 @@
 pub mod daemon;
 mod daemon_config;
 mod daemon_control;
+mod daemon_deferral;
 mod daemon_keeper;
 mod daemon_schedule;
 mod daemon_sys;

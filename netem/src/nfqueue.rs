@@ -828,7 +828,12 @@ impl NfQueueSocket {
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(summary),
+                Some(libc::EAGAIN) => Ok(summary),
+                // Interrupted before it looked: more may be waiting.
+                Some(libc::EINTR) => {
+                    summary.more = true;
+                    Ok(summary)
+                }
                 Some(libc::ENOBUFS) => {
                     summary.overrun = true;
                     summary.more = true;

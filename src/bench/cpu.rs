@@ -126,6 +126,7 @@ fn table(points: &[Point]) -> Table {
         "data packets/s",
         "queue entries/s",
         "shaper timer wake-ups/s",
+        "shaper sleeps/s",
         "shaper CPU (cores)",
         "of which keeper (cores)",
         "keeper wake-ups / skipped per s",
@@ -145,6 +146,7 @@ fn table(points: &[Point]) -> Table {
             format!("{:.0}", p.steady.data_packets as f64 / p.steady.seconds),
             format!("{:.0}", p.steady.data_units as f64 / p.steady.seconds),
             format!("{:.0}", p.steady.timer_wakeups as f64 / p.steady.seconds),
+            format!("{:.0}", p.steady.sleeps as f64 / p.steady.seconds),
             num(Some(p.steady.shaper_cores), 3),
             num(p.steady.keeper.map(|k| k.cores), 4),
             p.steady.keeper.map_or("—".to_string(), |k| {
@@ -199,7 +201,9 @@ fn setup(seconds: f64, warmup: f64) -> Vec<String> {
              direction are sampled; cores per 100 Mbit/s divides the one by the other \
              (Mbit/s of Ethernet frames, as the rate counts them). Data packets are wire \
              packets; queue entries count a GSO packet (taken whole on loss-free queues) \
-             once. Keeper: the shaper's thread that wakes its CPU before long timer waits \
+             once. Sleeps: the voluntary context switches of the shaper's event loop \
+             (/proc/PID/status), each a wake-up for a departure or an arrival. Keeper: the \
+             shaper's thread that wakes its CPU before long timer waits \
              end, by its own thread clock (a part of the shaper's CPU), with its wake-ups \
              and those its spent budget skipped. Machine CPU: both CPUs' busy time together \
              (/proc/stat), the kernel's forwarding and both probes included. TCP buffer \

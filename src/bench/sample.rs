@@ -27,6 +27,9 @@ pub struct Steady {
     pub data_units: u64,
     /// Times the shaper's departure timer woke it up.
     pub timer_wakeups: u64,
+    /// Times its event loop slept (and so woke again), for a timer or an arrival: the voluntary
+    /// context switches of its main thread.
+    pub sleeps: u64,
     /// The shaper's keeper thread (it wakes the shaper's CPU before long timer waits end), if
     /// it runs one.
     pub keeper: Option<KeeperUse>,
@@ -57,6 +60,23 @@ pub fn cpu_ticks(stat: &str) -> Option<u64> {
     let utime: u64 = fields.next()?.parse().ok()?;
     let stime: u64 = fields.next()?.parse().ok()?;
     Some(utime + stime)
+}
+
+/// The voluntary context switches of a thread, from its /proc `status` text.
+pub fn voluntary_switches(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// The voluntary context switches of process `pid`'s main thread (the shaper's event loop).
+fn read_sleeps(pid: i32) -> Result<u64> {
+    let path = format!("/proc/{pid}/status");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| Error(format!("the shaper's {path}: {e}")))?;
+    voluntary_switches(&text)
+        .ok_or_else(|| Error(format!("{path}: no voluntary_ctxt_switches line")))
 }
 
 fn read_ticks(pid: i32) -> Result<u64> {
@@ -170,10 +190,12 @@ pub fn steady_state(
     interrupt::check()?;
     let start = Instant::now();
     let ticks_start = read_ticks(shaper.pid)?;
+    let sleeps_start = read_sleeps(shaper.pid)?;
     let machine_start = read_machine_ticks()?;
     let first = counters(lab, data_queue)?;
     std::thread::sleep(seconds.saturating_sub(START_AFTER_WARMUP + END_BEFORE_FINISH));
     let ticks_end = read_ticks(shaper.pid)?;
+    let sleeps_end = read_sleeps(shaper.pid)?;
     let machine_end = read_machine_ticks()?;
     let last = counters(lab, data_queue)?;
     let elapsed = start.elapsed().as_secs_f64();
@@ -186,6 +208,7 @@ pub fn steady_state(
         data_packets: last.packets.saturating_sub(first.packets),
         data_units: last.units.saturating_sub(first.units),
         timer_wakeups: last.timer_wakeups.saturating_sub(first.timer_wakeups),
+        sleeps: sleeps_end.saturating_sub(sleeps_start),
         keeper: keeper_use(first.keeper.as_ref(), last.keeper.as_ref(), elapsed),
     }))
 }
@@ -275,8 +298,17 @@ mod tests {
             data_packets: 16_512,
             data_units: 1_000,
             timer_wakeups: 0,
+            sleeps: 0,
             keeper: None,
         };
         assert_eq!(steady.link_mbps(), 100.0);
+    }
+
+    #[test]
+    fn voluntary_switches_are_read_off_their_line() {
+        let status = "Name:\tcdnlab-shaper\nvoluntary_ctxt_switches:\t20610\n\
+                      nonvoluntary_ctxt_switches:\t1\n";
+        assert_eq!(voluntary_switches(status), Some(20610));
+        assert_eq!(voluntary_switches("Name:\tx\n"), None);
     }
 }

@@ -198,6 +198,8 @@ pub fn install(state: &ContainerState, seed: u64, output: std::fs::File) -> Resu
                 queue_num,
                 impairments: impairments.clone(),
                 seed: seed.wrapping_add(u64::from(queue_num)),
+                // A network's catch-all and its senders' rules stay whatever they carry.
+                no_rule_when_unimpaired: false,
             };
             let mut queues = Vec::new();
             for net in &state.nets {

@@ -26,7 +26,24 @@ impl FileLock {
 
     /// Takes the exclusive lock on `path`, or `None` at once if another process holds it.
     pub fn try_take(path: &Path) -> Result<Option<FileLock>> {
-        let file = open(path)?;
+        FileLock::try_take_open(path, open(path)?)
+    }
+
+    /// [`FileLock::try_take`] of a lock file only its owners create: with no file there, no
+    /// owner has run (since /run was last emptied), and nothing is created.
+    pub fn try_take_existing(path: &Path) -> Result<Existing> {
+        let file = match open_options(false).open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::NoFile),
+            Err(e) => return Err(Error(format!("{}: {e}", path.display()))),
+        };
+        Ok(match FileLock::try_take_open(path, file)? {
+            Some(lock) => Existing::Taken(lock),
+            None => Existing::Held,
+        })
+    }
+
+    fn try_take_open(path: &Path, file: File) -> Result<Option<FileLock>> {
         match lock(&file, libc::LOCK_EX | libc::LOCK_NB) {
             Ok(()) => Ok(Some(FileLock { _file: file })),
             Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(None),
@@ -54,18 +71,32 @@ impl FileLock {
 /// How often [`FileLock::take_within`] asks again.
 const POLL: Duration = Duration::from_millis(20);
 
+/// What [`FileLock::try_take_existing`] found.
+pub enum Existing {
+    Taken(FileLock),
+    /// Another process holds the lock.
+    Held,
+    NoFile,
+}
+
 /// Opens (creating, mode 0600) the lock file `path`, never through a symbolic link: /run is
 /// root's, but a lock file is opened for writing.
 fn open(path: &Path) -> Result<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+    open_options(true)
         .open(path)
         .map_err(|e| Error(format!("{}: {e}", path.display())))
+}
+
+fn open_options(create: bool) -> std::fs::OpenOptions {
+    let mut options = std::fs::OpenOptions::new();
+    options
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW);
+    options
 }
 
 fn lock(file: &File, operation: i32) -> io::Result<()> {
@@ -151,6 +182,28 @@ mod tests {
         drop(held);
         assert_eq!(holder(&path).unwrap(), None);
         assert!(FileLock::wait_for(&path).is_ok());
+    }
+
+    #[test]
+    fn a_lock_file_its_owners_create_is_taken_only_if_there() {
+        let dir = TempDir::new("file-lock-existing");
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let path = dir.0.join("test.lock");
+        assert!(matches!(
+            FileLock::try_take_existing(&path).unwrap(),
+            Existing::NoFile
+        ));
+        assert!(!path.exists(), "created a lock file");
+        let held = FileLock::try_take(&path).unwrap();
+        assert!(matches!(
+            FileLock::try_take_existing(&path).unwrap(),
+            Existing::Held
+        ));
+        drop(held);
+        assert!(matches!(
+            FileLock::try_take_existing(&path).unwrap(),
+            Existing::Taken(_)
+        ));
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub fn start(state: &LabState, seed: u64) -> Result<ProcessRecord> {
             queue_num: d.queue_num,
             impairments: d.impairments.clone(),
             seed: seed.wrapping_add(i as u64),
+            // `links::install_queue_rules` and `set_direction` queue impaired directions only.
+            no_rule_when_unimpaired: true,
         })
         .collect();
     let config = DaemonConfig::new(state.shaper_socket(), queues);

@@ -7,7 +7,7 @@
 //! the state root (see [`is_lab_dir`]).
 
 use super::build::existing_netns;
-use super::file_lock::{self, FileLock};
+use super::file_lock::{self, Existing, FileLock};
 use super::process::stop_processes;
 use super::state::{
     is_lab_dir, lab_dir, list_labs, stateless_owner_lock, LabState, ProcessRecord, NETNS_PREFIX,
@@ -205,7 +205,7 @@ pub fn clean(only: &[String], force: bool) -> Result<Cleaned> {
         let running = |pid: i32| format!("a running cdnlab (pid {pid})");
         // A lab without state is held by its owner's lock (`bench http`); `clean` holds it
         // while it removes the lab, so an owner starting meanwhile waits instead of losing
-        // what it makes. The lock file stays, as its owner leaves it.
+        // what it makes. Only owners create the file: a lab that never had one has none.
         let mut _stateless_lock = None;
         let live_owner = match &state {
             Some(state) => state
@@ -215,12 +215,13 @@ pub fn clean(only: &[String], force: bool) -> Result<Cleaned> {
                 .map(|owner| running(owner.pid)),
             None => {
                 let lock = stateless_owner_lock(&lab);
-                match FileLock::try_take(&lock) {
-                    Ok(Some(held)) => {
+                match FileLock::try_take_existing(&lock) {
+                    Ok(Existing::Taken(held)) => {
                         _stateless_lock = Some(held);
                         None
                     }
-                    Ok(None) => Some(match file_lock::holder(&lock) {
+                    Ok(Existing::NoFile) => None,
+                    Ok(Existing::Held) => Some(match file_lock::holder(&lock) {
                         Ok(Some(pid)) => running(pid),
                         _ => format!("a running cdnlab (it holds {})", lock.display()),
                     }),

@@ -161,6 +161,25 @@ impl LinkShaper {
         &self.impairments
     }
 
+    /// The least time from its arrival to its departure that any packet enqueued from now on
+    /// can get (ns): the delay with the jitter at its lowest, `tabledist()` at the smallest
+    /// table entry (it grows with the entry) or at the uniform jitter's lower bound, and 0 when
+    /// the jitter reaches below zero. A rate only adds to it. The daemon may read an arrival
+    /// this late without making it late.
+    pub fn least_delay_ns(&self) -> u64 {
+        let lowest_entry = self
+            .kernel
+            .table
+            .and_then(|table| (0..table.len()).min_by_key(|&i| table[i]).map(|i| i as u32));
+        let least = tabledist(
+            self.kernel.latency,
+            self.kernel.jitter,
+            || lowest_entry.unwrap_or(0),
+            self.kernel.table,
+        );
+        u64::try_from(least).unwrap_or(0)
+    }
+
     /// Decides the fate of a packet of `len` bytes arriving at `now_ns`, as `netem_enqueue()`:
     ///
     /// 1. loss: dropped when `loss >= get_crandom(loss_cor)` (no number is drawn at 0% loss);

@@ -4,7 +4,7 @@
 //! inheriting whatever the machine's default is.
 
 use super::allowance::{self, available, Allowance, GrantError};
-use crate::lab::file_lock::FileLock;
+use crate::lab::file_lock::{self, FileLock};
 use crate::lab::state::{stateless_owner_lock, NETNS_PREFIX};
 use crate::lab::{sys, Error, Result};
 
@@ -33,10 +33,19 @@ impl Session {
     /// a killed run left widened. Fails if another process still holds the lock after
     /// [`LOCK_WAIT`].
     pub fn begin() -> Result<Session> {
-        let lock =
-            FileLock::take_within(&stateless_owner_lock(LAB), LOCK_WAIT)?.ok_or_else(|| {
-                Error("another `cdnlab bench http` is running on this machine".to_string())
-            })?;
+        let path = stateless_owner_lock(LAB);
+        let lock = FileLock::take_within(&path, LOCK_WAIT)?.ok_or_else(|| {
+            let holder = file_lock::holder(&path)
+                .ok()
+                .flatten()
+                .map_or(String::new(), |pid| format!(" (pid {pid})"));
+            Error(format!(
+                "another `cdnlab bench http` is running on this machine, or a `cdnlab clean` \
+                 is removing its namespaces: a process{holder} has held {} for {} s",
+                path.display(),
+                LOCK_WAIT.as_secs()
+            ))
+        })?;
         for congestion in CONGESTION_CONTROLS {
             let name = netns_name(congestion);
             if std::path::Path::new("/run/netns").join(&name).exists() {
