@@ -319,7 +319,6 @@ impl Daemon {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
         'serve: loop {
             let n = self.epoll.wait(&mut events)?;
-            self.read_unwatched()?;
             let mut timer_fired = false;
             for event in &events[..n] {
                 let token = event.u64;
@@ -337,7 +336,12 @@ impl Daemon {
                     },
                 }
             }
-            self.release_due(timer_fired)?;
+            let now = self.release_due(timer_fired);
+            // What waited cannot be due before the timer plus the margin: read after the due
+            // verdicts are out, then give the time to the earliest of all.
+            self.read_unwatched()?;
+            self.flush_verdicts();
+            self.arm_timer(timer_fired, now)?;
         }
         for queue in &self.queues {
             if let Err(e) = self.sockets[queue.socket]
@@ -354,13 +358,18 @@ impl Daemon {
     /// [`MAX_DEFERRED_BATCHES`] batches each; one with more left is watched again).
     fn read_unwatched(&mut self) -> io::Result<()> {
         for i in 0..self.sockets.len() {
-            if self.sockets[i].watched {
-                continue;
+            if !self.sockets[i].watched {
+                self.drain(i)?;
             }
-            for _ in 0..MAX_DEFERRED_BATCHES {
-                if !self.receive(i)? {
-                    break;
-                }
+        }
+        Ok(())
+    }
+
+    /// Reads socket `index` until nothing is left, or [`MAX_DEFERRED_BATCHES`] batches.
+    fn drain(&mut self, index: usize) -> io::Result<()> {
+        for _ in 0..MAX_DEFERRED_BATCHES {
+            if !self.receive(index)? {
+                break;
             }
         }
         Ok(())
@@ -503,9 +512,9 @@ impl Daemon {
         }
     }
 
-    /// Gives every due verdict, sends each socket's verdicts in one batch and re-arms the timer
-    /// for the next departure.
-    fn release_due(&mut self, timer_fired: bool) -> io::Result<()> {
+    /// Gives every due verdict and sends each socket's verdicts in one batch; returns the time
+    /// it took as now.
+    fn release_due(&mut self, timer_fired: bool) -> u64 {
         let now = monotonic_ns();
         if timer_fired {
             if let Some(armed) = self.armed {
@@ -521,6 +530,12 @@ impl Daemon {
             self.push_verdict(socket, queue_num, held.packet_id, NfVerdict::Accept);
             self.status.verdict_lateness.record(now as i64 - at as i64);
         }
+        self.flush_verdicts();
+        now
+    }
+
+    /// Sends each socket's pending verdicts in one batch.
+    fn flush_verdicts(&mut self) {
         for i in 0..self.sockets.len() {
             if self.sockets[i].socket.has_pending() {
                 if let Err(e) = self.sockets[i].socket.flush() {
@@ -531,6 +546,10 @@ impl Daemon {
                 }
             }
         }
+    }
+
+    /// Arms the timer for the next departure (as of `now`), and sets which sockets are watched.
+    fn arm_timer(&mut self, timer_fired: bool, now: u64) -> io::Result<()> {
         let target = self
             .schedule
             .next_deadline()
@@ -702,6 +721,14 @@ impl Daemon {
                 }
                 match self.queues.iter().position(|q| q.id == id) {
                     Some(q) => {
+                        // Packets that came before the change, still unread, keep the old
+                        // impairments.
+                        let socket = self.queues[q].socket;
+                        if !self.sockets[socket].watched {
+                            if let Err(e) = self.drain(socket) {
+                                return Response::error(format!("queue `{id}`: {e}"));
+                            }
+                        }
                         let gso = takes_gso(&impairments);
                         if gso != takes_gso(self.queues[q].shaper.impairments()) {
                             if let Err(e) = self.set_gso(q, gso) {
@@ -710,7 +737,6 @@ impl Daemon {
                         }
                         let unimpaired = impairments.is_none();
                         self.queues[q].shaper.set(impairments);
-                        let socket = self.queues[q].socket;
                         let least = socket_least_delay_ns(&self.sockets[socket], &self.queues);
                         let deferral = &mut self.sockets[socket].deferral;
                         deferral.least_delay_ns = least;
