@@ -724,10 +724,8 @@ impl Daemon {
                         // Packets that came before the change, still unread, keep the old
                         // impairments.
                         let socket = self.queues[q].socket;
-                        if !self.sockets[socket].watched {
-                            if let Err(e) = self.drain(socket) {
-                                return Response::error(format!("queue `{id}`: {e}"));
-                            }
+                        if let Err(e) = self.drain(socket) {
+                            return Response::error(format!("queue `{id}`: {e}"));
                         }
                         let gso = takes_gso(&impairments);
                         if gso != takes_gso(self.queues[q].shaper.impairments()) {
