@@ -209,12 +209,14 @@ impl Browser {
         )
     }
 
-    /// Follows the page until it says the run ended, calling `each` with every look; the last.
+    /// Follows the page until it says the run ended and has drawn that (a message handled but
+    /// not yet drawn leaves the page's lists one behind its view), calling `each` with every
+    /// look; the last.
     fn until_the_end(&self, limit: Duration, mut each: impl FnMut(&Value)) -> Value {
         wait_for(limit, "the run's end on the page", || {
             let s = self.snapshot();
             each(&s);
-            (!s["ended"].is_null()).then_some(s)
+            (!s["ended"].is_null() && s["renderPending"] == false).then_some(s)
         })
     }
 

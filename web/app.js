@@ -364,6 +364,8 @@ window.cdnlab = {
   snapshot() {
     return {
       mode: view.mode, ended: view.ended, errors: view.errors,
+      // A message handled but not yet drawn: the lists below may lag the view by it.
+      renderPending: drawing,
       nodes: [...document.querySelectorAll('#topology [data-node]')].map((g) => g.getAttribute('data-node')),
       throughput: Object.fromEntries([...view.throughput].map(([id, s]) => [id, s.map((p) => p[1])])),
       events: view.events,
