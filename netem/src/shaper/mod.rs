@@ -119,6 +119,8 @@ pub struct LinkShaper {
     /// The latest departure time in `tfifo`; meaningful only while `tfifo` is not empty.
     tfifo_last: u64,
     stats: ShaperStats,
+    /// See [`LinkShaper::least_delay_ns`]; follows the impairments.
+    least_delay_ns: u64,
 }
 
 impl LinkShaper {
@@ -130,7 +132,6 @@ impl LinkShaper {
         let loss_cor = Crandom::new(kernel.loss_rho, rng.next_u32());
         LinkShaper {
             impairments,
-            kernel,
             rng,
             delay_cor,
             loss_cor,
@@ -138,6 +139,8 @@ impl LinkShaper {
             queued_packets: 0,
             tfifo_last: 0,
             stats: ShaperStats::default(),
+            least_delay_ns: least_delay_ns(&kernel),
+            kernel,
         }
     }
 
@@ -153,6 +156,7 @@ impl LinkShaper {
         if kernel.loss_rho != self.loss_cor.rho() {
             self.loss_cor = Crandom::new(kernel.loss_rho, self.rng.next_u32());
         }
+        self.least_delay_ns = least_delay_ns(&kernel);
         self.kernel = kernel;
         self.impairments = impairments;
     }
@@ -162,22 +166,9 @@ impl LinkShaper {
     }
 
     /// The least time from its arrival to its departure that any packet enqueued from now on
-    /// can get (ns): the delay with the jitter at its lowest, `tabledist()` at the smallest
-    /// table entry (it grows with the entry) or at the uniform jitter's lower bound, and 0 when
-    /// the jitter reaches below zero. A rate only adds to it. The daemon may read an arrival
-    /// this late without making it late.
+    /// can get (ns). The daemon may read an arrival this late without making it late.
     pub fn least_delay_ns(&self) -> u64 {
-        let lowest_entry = self
-            .kernel
-            .table
-            .and_then(|table| (0..table.len()).min_by_key(|&i| table[i]).map(|i| i as u32));
-        let least = tabledist(
-            self.kernel.latency,
-            self.kernel.jitter,
-            || lowest_entry.unwrap_or(0),
-            self.kernel.table,
-        );
-        u64::try_from(least).unwrap_or(0)
+        self.least_delay_ns
     }
 
     /// Decides the fate of a packet of `len` bytes arriving at `now_ns`, as `netem_enqueue()`:
@@ -273,6 +264,22 @@ impl LinkShaper {
             self.queued_packets -= segments as usize;
         }
     }
+}
+
+/// [`LinkShaper::least_delay_ns`] of `kernel`: the delay with the jitter at its lowest,
+/// `tabledist()` at the smallest table entry (it grows with the entry; the table is looked
+/// through only when there is jitter) or at the uniform jitter's lower bound, and 0 when the
+/// jitter reaches below zero. A rate only adds to it.
+fn least_delay_ns(kernel: &KernelParams) -> u64 {
+    let table = kernel.table.filter(|_| kernel.jitter != 0);
+    let lowest_entry = table.and_then(|table| (0..table.len()).min_by_key(|&i| table[i]));
+    let least = tabledist(
+        kernel.latency,
+        kernel.jitter,
+        || lowest_entry.unwrap_or(0) as u32,
+        kernel.table,
+    );
+    u64::try_from(least).unwrap_or(0)
 }
 
 /// The departure time with a rate, as `netem_enqueue()` computes it: "Last packet in queue is

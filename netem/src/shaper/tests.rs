@@ -422,9 +422,12 @@ fn no_packet_leaves_sooner_after_its_arrival_than_the_least_delay() {
         i.delay_ns = 10 * MS;
         i.jitter_ns = 2 * MS;
     });
-    assert_eq!(LinkShaper::new(uniform, 1).least_delay_ns(), 8 * MS);
+    assert_eq!(LinkShaper::new(uniform.clone(), 1).least_delay_ns(), 8 * MS);
     let fixed = impairments(|i| i.delay_ns = 10 * MS);
-    assert_eq!(LinkShaper::new(fixed, 1).least_delay_ns(), 10 * MS);
+    assert_eq!(LinkShaper::new(fixed.clone(), 1).least_delay_ns(), 10 * MS);
+    let mut changed = LinkShaper::new(uniform, 1);
+    changed.set(fixed);
+    assert_eq!(changed.least_delay_ns(), 10 * MS, "follows a change");
     let beyond_zero = impairments(|i| {
         i.delay_ns = MS;
         i.jitter_ns = 3 * MS;
