@@ -16,7 +16,7 @@
 //! One single-threaded daemon serves every queue of a lab: epoll over one netlink socket per
 //! namespace, an absolute CLOCK_MONOTONIC timerfd for the next departure, the control socket and
 //! its connections. Each packet is asked of its queue's [`LinkShaper`] on arrival; drops and
-//! packets already due get their verdict at once, the rest wait in a heap, and at each wake-up
+//! packets due by the end of the release window get their verdict at once, the rest wait in a heap, and at each wake-up
 //! every due verdict goes out in one `sendto` per socket.
 //!
 //! Timing, as measured on the 2-vCPU Firecracker VM this is developed on: a timer wake-up comes
@@ -449,13 +449,15 @@ impl Daemon {
         let verdict = match queue {
             Some(q) => match self.enqueue(q as usize, &packet, now) {
                 (Verdict::Drop(_), _) => NfVerdict::Drop,
-                // Due already: read late, or jittered below zero (netem sends it at once).
-                (Verdict::SendAt(at), arrival) if at <= now => {
+                // Due already (read late, or jittered below zero: netem sends it at once), or
+                // within the release window, which this wake-up's verdicts cover as they do
+                // the held packets'.
+                (Verdict::SendAt(at), arrival) if at <= now + self.release_window_ns => {
                     self.status
                         .verdict_lateness
-                        .record((now - at.max(arrival)) as i64);
+                        .record(now as i64 - at.max(arrival) as i64);
                     let state = &mut self.sockets[socket];
-                    if !state.watched {
+                    if !state.watched && at <= now {
                         // Left unread past its time (a wake-up later than the margin, or a
                         // packet that reached the socket long after its stamp).
                         self.status.deferred_late += 1;

@@ -250,6 +250,13 @@ fn udp_client(link: &Link, port: u16, timeout: Duration) -> UdpSocket {
     socket
 }
 
+/// A UDP socket in namespace B on `port`.
+fn udp_receiver(link: &Link, port: u16, timeout: Duration) -> UdpSocket {
+    let socket = in_netns(&link.b.path(), || UdpSocket::bind(("0.0.0.0", port))).unwrap();
+    socket.set_read_timeout(Some(timeout)).unwrap();
+    socket
+}
+
 /// Round-trip times of `count` probes (spaced by `gap`); lost probes are left out.
 fn probe_rtts(socket: &UdpSocket, count: u32, gap: Duration) -> Vec<Duration> {
     let mut rtts = Vec::new();
@@ -402,10 +409,7 @@ fn delays_change_at_run_time_and_loss_blocks() {
 fn arrivals_wait_for_the_timer_and_no_packet_is_early() {
     let link = Link::new("defer", delay(20), delay(20));
     let base = Instant::now();
-    let receiver = in_netns(&link.b.path(), || UdpSocket::bind(("0.0.0.0", 7010))).unwrap();
-    receiver
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .unwrap();
+    let receiver = udp_receiver(&link, 7010, Duration::from_secs(1));
     const COUNT: usize = 200;
     let reader = thread::spawn(move || {
         let mut one_way = Vec::new();
@@ -453,6 +457,78 @@ fn arrivals_wait_for_the_timer_and_no_packet_is_early() {
         status.deferred_late <= COUNT as u64 / 10,
         "{} deferred packets were read after they were due",
         status.deferred_late
+    );
+}
+
+/// Datagrams A→B, one every 5 ms: 20 across a 300 ms delay, which leaves B's arrivals to wait
+/// for the timer of the first departure, then 20 after the delay is lowered to 2 ms. The `Set`
+/// must bring B's socket back into the daemon's wait: read only at the old timer's wake-up,
+/// the datagrams after it would cross in up to ~200 ms. They must cross in no less than 2 ms
+/// (less the 50 µs release window) and, at the median, no more than 2 ms over it (the reasoning
+/// of `delays_change_at_run_time_and_loss_blocks`); the first ones are not held back, since
+/// without a rate a shorter delay lets later packets go first, as in netem.
+fn a_lowered_delay_is_not_held_until_the_old_timer() {
+    let link = Link::new("lower", delay(300), delay(300));
+    let base = Instant::now();
+    let receiver = udp_receiver(&link, 7011, Duration::from_secs(2));
+    const EACH: usize = 20;
+    let reader = thread::spawn(move || {
+        let mut one_way = [Vec::new(), Vec::new()];
+        let mut buf = [0u8; 16];
+        while one_way[0].len() + one_way[1].len() < 2 * EACH {
+            let Ok(n) = receiver.recv(&mut buf) else {
+                break;
+            };
+            let received = base.elapsed().as_nanos() as u64;
+            assert_eq!(n, 9);
+            let sent = u64::from_be_bytes(buf[..8].try_into().unwrap());
+            one_way[usize::from(buf[8])].push(received - sent);
+        }
+        one_way
+    });
+    let sender = in_netns(&link.a.path(), || UdpSocket::bind("0.0.0.0:0")).unwrap();
+    sender.connect((ADDR_B, 7011)).unwrap();
+    let send = |phase: u8| {
+        for _ in 0..EACH {
+            let mut datagram = [phase; 9];
+            datagram[..8].copy_from_slice(&(base.elapsed().as_nanos() as u64).to_be_bytes());
+            sender.send(&datagram).unwrap();
+            thread::sleep(Duration::from_millis(5));
+        }
+    };
+    send(0);
+    link.shaper.set("b", delay(2));
+    send(1);
+    let [mut before, mut after] = reader.join().unwrap();
+    assert_eq!(
+        (before.len(), after.len()),
+        (EACH, EACH),
+        "datagrams lost without loss configured"
+    );
+    before.sort_unstable();
+    after.sort_unstable();
+    eprintln!(
+        "one-way after lowering to 2 ms: earliest {} ns, median {} ns, latest {} ns; \
+         before it, earliest {} ns at 300 ms",
+        after[0],
+        after[EACH / 2],
+        after[EACH - 1],
+        before[0]
+    );
+    assert!(
+        before[0] >= 300 * MS - 50_000,
+        "a datagram crossed 300 ms in {} ns",
+        before[0]
+    );
+    assert!(
+        after[0] >= 2 * MS - 50_000,
+        "a datagram crossed 2 ms in {} ns",
+        after[0]
+    );
+    assert!(
+        after[EACH / 2] < 4 * MS,
+        "median one-way {} ns after lowering the delay to 2 ms",
+        after[EACH / 2]
     );
 }
 
@@ -657,6 +733,7 @@ tests!(
     LAB =>
         delays_change_at_run_time_and_loss_blocks,
         arrivals_wait_for_the_timer_and_no_packet_is_early,
+        a_lowered_delay_is_not_held_until_the_old_timer,
         control_errors_and_clean_shutdown,
         a_daemon_without_a_keeper_reports_none;
     LAB.on_request() =>
