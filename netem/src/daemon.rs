@@ -14,10 +14,11 @@
 //! A lossy queue has the kernel segment first, so loss stays per wire packet.
 //!
 //! One single-threaded daemon serves every queue of a lab: epoll over one netlink socket per
-//! namespace, an absolute CLOCK_MONOTONIC timerfd for the next departure, the control socket and
-//! its connections. Each packet is asked of its queue's [`LinkShaper`] on arrival; drops and
-//! packets due by the end of the release window get their verdict at once, the rest wait in a heap, and at each wake-up
-//! every due verdict goes out in one `sendto` per socket.
+//! namespace, the control socket and its connections, its wait ending at the next departure
+//! (the timer: a CLOCK_MONOTONIC deadline in ns, `Epoll::wait`). Each packet is asked of its
+//! queue's [`LinkShaper`] on arrival; drops and packets due by the end of the release window
+//! get their verdict at once, the rest wait in a heap, and at each wake-up every due verdict
+//! goes out in one `sendto` per socket.
 //!
 //! Timing, as measured on the 2-vCPU Firecracker VM this is developed on: a timer wake-up comes
 //! 40–100 µs late (the halted vCPU resumes slowly) and each wake-up costs ~30–50 µs of CPU (arming
@@ -52,7 +53,7 @@ use crate::daemon_schedule::{ArrivalClock, ArrivalSource, Held, Schedule, Wakeup
 pub use crate::daemon_schedule::{ArrivalStats, Lateness, LATENESS_BOUNDS_NS};
 use crate::daemon_sys::{
     enable_receive_timestamps, monotonic_ns, realtime_offset_ns, set_fifo_priority,
-    set_timer_slack_ns, Epoll, Timer,
+    set_timer_slack_ns, Epoll,
 };
 pub use crate::daemon_sys::{StopSignals, Stopper};
 use crate::nfqueue::{NfQueueSocket, Packet, QueueConfig, Verdict as NfVerdict};
@@ -63,7 +64,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-const TOKEN_TIMER: u64 = 0;
 const TOKEN_STOP: u64 = 1;
 const TOKEN_SIGNALS: u64 = 2;
 const TOKEN_LISTENER: u64 = 3;
@@ -134,8 +134,7 @@ pub struct Daemon {
     schedule: Schedule,
     status: DaemonStatus,
     epoll: Epoll,
-    timer: Timer,
-    /// The time the timer is armed for.
+    /// When the loop's wait ends for the next departure (the timer), if any is held.
     armed: Option<u64>,
     lead: WakeupLead,
     release_window_ns: u64,
@@ -219,9 +218,7 @@ impl Daemon {
             socket.deferral.least_delay_ns = socket_least_delay_ns(socket, &queues);
         }
         let epoll = Epoll::new()?;
-        let timer = Timer::new()?;
         let stopper = Stopper::new()?;
-        epoll.add(timer.as_raw_fd(), TOKEN_TIMER)?;
         epoll.add(stopper.as_raw_fd(), TOKEN_STOP)?;
         for (i, s) in sockets.iter().enumerate() {
             epoll.add(s.socket.as_raw_fd(), TOKEN_SOCKET | i as u64)?;
@@ -234,7 +231,6 @@ impl Daemon {
             schedule: Schedule::default(),
             status: DaemonStatus::default(),
             epoll,
-            timer,
             armed: None,
             lead: WakeupLead::default(),
             release_window_ns: config.release_window_ns,
@@ -318,8 +314,7 @@ impl Daemon {
         }
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
         'serve: loop {
-            let n = self.epoll.wait(&mut events)?;
-            let mut timer_fired = false;
+            let n = self.epoll.wait(&mut events, self.armed)?;
             for event in &events[..n] {
                 let token = event.u64;
                 let index = (token & TOKEN_INDEX_MASK) as usize;
@@ -329,14 +324,13 @@ impl Daemon {
                     }
                     TOKEN_CONNECTION => self.serve_connection(index),
                     _ => match token {
-                        TOKEN_TIMER => timer_fired = true,
                         TOKEN_STOP | TOKEN_SIGNALS => break 'serve,
                         TOKEN_LISTENER => self.accept_connections(),
                         _ => {}
                     },
                 }
             }
-            let now = self.release_due(timer_fired);
+            let (now, timer_fired) = self.release_due();
             // What waited cannot be due before the timer plus the margin: read after the due
             // verdicts are out, then give the time to the earliest of all.
             self.read_unwatched()?;
@@ -515,16 +509,15 @@ impl Daemon {
     }
 
     /// Gives every due verdict and sends each socket's verdicts in one batch; returns the time
-    /// it took as now.
-    fn release_due(&mut self, timer_fired: bool) -> u64 {
+    /// it took as now, and whether the timer's time had come by then.
+    fn release_due(&mut self) -> (u64, bool) {
         let now = monotonic_ns();
-        if timer_fired {
-            if let Some(armed) = self.armed {
-                self.status
-                    .wakeup_lateness
-                    .record(now as i64 - armed as i64);
-                self.lead.record(now.saturating_sub(armed));
-            }
+        let timer_fired = self.armed.is_some_and(|armed| armed <= now);
+        if let Some(armed) = self.armed.filter(|_| timer_fired) {
+            self.status
+                .wakeup_lateness
+                .record(now as i64 - armed as i64);
+            self.lead.record(now - armed);
         }
         while let Some((at, held)) = self.schedule.pop_due(now + self.release_window_ns) {
             let queue = &self.queues[held.queue as usize];
@@ -533,7 +526,7 @@ impl Daemon {
             self.status.verdict_lateness.record(now as i64 - at as i64);
         }
         self.flush_verdicts();
-        now
+        (now, timer_fired)
     }
 
     /// Sends each socket's pending verdicts in one batch.
@@ -550,23 +543,14 @@ impl Daemon {
         }
     }
 
-    /// Arms the timer for the next departure (as of `now`), and sets which sockets are watched.
+    /// Sets the loop's timer for the next departure (as of `now`), and which sockets are
+    /// watched.
     fn arm_timer(&mut self, timer_fired: bool, now: u64) -> io::Result<()> {
         let target = self
             .schedule
             .next_deadline()
             .map(|next| self.lead.arm_time(next, now));
-        // Re-arming costs as much as a wake-up; a timer that will fire within the release
-        // window before the wanted time is left as it is (that wake-up releases the packet).
-        // A fired timer stays readable until re-armed, so it is always set again.
-        let covered = match (self.armed, target) {
-            (Some(armed), Some(target)) => {
-                armed <= target && target <= armed + self.release_window_ns
-            }
-            _ => false,
-        };
-        if timer_fired || (target != self.armed && !covered) {
-            self.timer.set(target)?;
+        if timer_fired || target != self.armed {
             self.armed = target;
             if let Some(keeper) = &mut self.keeper {
                 keeper.follow(target, now);

@@ -1,5 +1,5 @@
 //! The few Linux facilities the shaper daemon's event loop needs, as small safe wrappers:
-//! epoll, an absolute CLOCK_MONOTONIC timerfd (epoll's own timeout has only ms precision), an
+//! epoll with a nanosecond deadline (`epoll_pwait2`, Linux 5.11), an
 //! eventfd to stop the loop from another thread, a signalfd for SIGTERM/SIGINT, the clocks, a
 //! socket that keeps the kernel stamping received packets, scheduling policies and a futex.
 
@@ -29,6 +29,9 @@ fn clock_ns(clock: libc::clockid_t) -> i64 {
     ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
 }
 
+// `Epoll::wait` passes a `libc::timespec` where the kernel reads a `__kernel_timespec`.
+const _: () = assert!(std::mem::size_of::<libc::timespec>() == 16);
+
 /// The timespec of a time in nanoseconds.
 fn timespec_of(ns: u64) -> libc::timespec {
     libc::timespec {
@@ -37,7 +40,7 @@ fn timespec_of(ns: u64) -> libc::timespec {
     }
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: the clock of every departure time and of the timerfd.
+/// CLOCK_MONOTONIC in nanoseconds: the clock of every departure time and of the wait's deadline.
 pub(crate) fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC) as u64
 }
@@ -164,11 +167,16 @@ pub(crate) struct Epoll {
 }
 
 impl Epoll {
+    /// A new epoll set; fails on a kernel without `epoll_pwait2` (before Linux 5.11), so the
+    /// daemon does not start rather than stop at its first wait.
     pub(crate) fn new() -> io::Result<Epoll> {
         // SAFETY: plain epoll_create1 call.
-        Ok(Epoll {
+        let epoll = Epoll {
             fd: owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?,
-        })
+        };
+        // Nothing is watched yet: a wait that ends at once.
+        epoll.wait(&mut [libc::epoll_event { events: 0, u64: 0 }], Some(0))?;
+        Ok(epoll)
     }
 
     fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
@@ -201,73 +209,49 @@ impl Epoll {
         self.ctl(libc::EPOLL_CTL_MOD, fd, events, token)
     }
 
-    /// Waits without a timeout (the timerfd brings the loop back in time); returns the number
-    /// of events filled in, 0 when interrupted by a signal.
-    pub(crate) fn wait(&self, events: &mut [libc::epoll_event]) -> io::Result<usize> {
-        // SAFETY: epoll_wait fills at most `events.len()` entries of a buffer we own.
+    /// Waits for events until `deadline_ns` (CLOCK_MONOTONIC; `None`: no deadline; a past
+    /// one: no wait) with nanosecond precision; returns the number of events filled in, 0 at
+    /// the deadline or when interrupted by a signal.
+    ///
+    /// `epoll_pwait2` arms its timer only while the caller sleeps, where a timerfd re-armed at
+    /// every wake-up costs a `timerfd_settime` more (BENCHMARKS.md, "cpu"). At SCHED_FIFO the
+    /// kernel gives the wait no slack; at normal priority up to 0.1% of its length. Called as
+    /// a raw system call, so the C library need not know it.
+    pub(crate) fn wait(
+        &self,
+        events: &mut [libc::epoll_event],
+        deadline_ns: Option<u64>,
+    ) -> io::Result<usize> {
+        let timeout = deadline_ns.map(|at| timespec_of(at.saturating_sub(monotonic_ns())));
+        let timeout_ptr = timeout
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: epoll_pwait2 fills at most `events.len()` entries of a buffer we own and
+        // reads the timespec we own (on 64-bit Linux, `libc::timespec` is the kernel's
+        // `__kernel_timespec`); no signal mask.
         let n = unsafe {
-            libc::epoll_wait(
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
                 self.fd.as_raw_fd(),
                 events.as_mut_ptr(),
-                events.len() as i32,
-                -1,
+                events.len() as libc::c_int,
+                timeout_ptr,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
             )
         };
         if n < 0 {
             let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(0)
-            } else {
-                Err(e)
+            return match e.raw_os_error() {
+                Some(libc::EINTR) => Ok(0),
+                Some(libc::ENOSYS) => Err(io::Error::new(
+                    e.kind(),
+                    "epoll_pwait2 is not available: the shaper needs Linux 5.11 or newer",
+                )),
+                _ => Err(e),
             };
         }
         Ok(n as usize)
-    }
-}
-
-/// A CLOCK_MONOTONIC timerfd armed with absolute deadlines in nanoseconds.
-pub(crate) struct Timer {
-    fd: OwnedFd,
-}
-
-impl Timer {
-    pub(crate) fn new() -> io::Result<Timer> {
-        // SAFETY: plain timerfd_create call.
-        let fd = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        Ok(Timer { fd: owned(fd)? })
-    }
-
-    /// Arms the timer for `deadline_ns` (a past deadline fires at once), or disarms it. Either
-    /// way the expirations counted so far are cleared, so no read is needed after a wake-up.
-    pub(crate) fn set(&self, deadline_ns: Option<u64>) -> io::Result<()> {
-        // SAFETY: an all-zero itimerspec disarms the timer.
-        let mut spec: libc::itimerspec = unsafe { zeroed() };
-        if let Some(ns) = deadline_ns {
-            // A zero it_value would disarm instead of firing.
-            let ns = ns.max(1);
-            spec.it_value = timespec_of(ns);
-        }
-        // SAFETY: timerfd_settime with a spec we own and no old value.
-        check(unsafe {
-            libc::timerfd_settime(
-                self.fd.as_raw_fd(),
-                libc::TFD_TIMER_ABSTIME,
-                &spec,
-                std::ptr::null_mut(),
-            )
-        })
-        .map(|_| ())
-    }
-}
-
-impl AsRawFd for Timer {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
     }
 }
 
