@@ -16,13 +16,13 @@
 //! One single-threaded daemon serves every queue of a lab: epoll over one netlink socket per
 //! namespace, the control socket and its connections, its wait ending at the next departure
 //! (the timer: a CLOCK_MONOTONIC deadline in ns, `Epoll::wait`). Each packet is asked of its
-//! queue's [`LinkShaper`] on arrival; drops and packets due by the end of the release window
-//! get their verdict at once, the rest wait in a heap, and at each wake-up every due verdict
-//! goes out in one `sendto` per socket.
+//! queue's [`LinkShaper`] on arrival; drops get their verdict at once, every other packet waits
+//! in a heap, and at each wake-up the verdicts of all packets due go out in the order of their
+//! departures, in one `sendto` per socket.
 //!
-//! Timing, as measured on the 2-vCPU Firecracker VM this is developed on: a timer wake-up comes
-//! 40–100 µs late (the halted vCPU resumes slowly) and each wake-up costs ~30–50 µs of CPU (arming
-//! the hrtimer alone takes ~20 µs there). So the timer is armed ahead of the departure by a
+//! Timing, as measured on the 2-vCPU Firecracker VMs this is developed on: a timer wake-up comes
+//! 20–100 µs late (the halted vCPU resumes slowly) and each wake-up costs ~30–50 µs of CPU (a
+//! bare timed wake-up alone 17–23 µs: `scripts/wait-cost.c`). So the timer is armed ahead of the departure by a
 //! learnt lead (`WakeupLead`), and a wake-up also releases what is due within
 //! [`DaemonConfig::release_window_ns`] after it: verdicts land within about ±50 µs of their
 //! departure time, with half as many wake-ups at 100 Mbit/s. Before a long wait ends, a keeper
@@ -303,18 +303,21 @@ impl Daemon {
                 ),
             }
         }
-        if self.fifo_priority > 0 {
-            if let Err(e) = set_fifo_priority(self.fifo_priority) {
-                tracing::warn!(
-                    "cdnlab-shaper: cannot run at SCHED_FIFO priority {} ({e}); delays will \
-                     stretch when the lab's processes keep the CPUs busy",
-                    self.fifo_priority
-                );
-            }
-        }
+        let realtime = self.fifo_priority > 0
+            && match set_fifo_priority(self.fifo_priority) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(
+                        "cdnlab-shaper: cannot run at SCHED_FIFO priority {} ({e}); delays \
+                         will stretch when the lab's processes keep the CPUs busy",
+                        self.fifo_priority
+                    );
+                    false
+                }
+            };
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
         'serve: loop {
-            let n = self.epoll.wait(&mut events, self.armed)?;
+            let n = self.epoll.wait(&mut events, self.armed, realtime)?;
             for event in &events[..n] {
                 let token = event.u64;
                 let index = (token & TOKEN_INDEX_MASK) as usize;
@@ -330,11 +333,14 @@ impl Daemon {
                     },
                 }
             }
-            let (now, timer_fired) = self.release_due();
+            let now = monotonic_ns();
+            let timer_fired = self.note_timer(now);
+            self.release_due(now);
             // What waited cannot be due before the timer plus the margin: read after the due
-            // verdicts are out, then give the time to the earliest of all.
+            // verdicts are out. One a late wake-up finds due by the window's end leaves now,
+            // in a second batch; the rest wait for the earliest departure of all.
             self.read_unwatched()?;
-            self.flush_verdicts();
+            self.release_due(monotonic_ns());
             self.arm_timer(timer_fired, now)?;
         }
         for queue in &self.queues {
@@ -443,25 +449,20 @@ impl Daemon {
         let verdict = match queue {
             Some(q) => match self.enqueue(q as usize, &packet, now) {
                 (Verdict::Drop(_), _) => NfVerdict::Drop,
-                // Due already (read late, or jittered below zero: netem sends it at once), or
-                // within the release window, which this wake-up's verdicts cover as they do
-                // the held packets'.
-                (Verdict::SendAt(at), arrival) if at <= now + self.release_window_ns => {
-                    self.status
-                        .verdict_lateness
-                        .record(now as i64 - at.max(arrival) as i64);
+                (Verdict::SendAt(at), arrival) => {
                     let state = &mut self.sockets[socket];
-                    if !state.watched && at <= now {
+                    if at <= now && !state.watched {
                         // Left unread past its time (a wake-up later than the margin, or a
                         // packet that reached the socket long after its stamp).
                         self.status.deferred_late += 1;
                         state.deferral.hold_off(now);
                     }
-                    NfVerdict::Accept
-                }
-                (Verdict::SendAt(at), _) => {
+                    // Held even when due already (read late, or jittered below zero: netem
+                    // sends it at once), so this wake-up's release gives the verdicts of a
+                    // queue's packets in the order of their departures. Due no sooner than it
+                    // came, so a jitter below zero does not count as lateness.
                     self.schedule.push(
-                        at,
+                        at.max(arrival),
                         Held {
                             queue: q,
                             packet_id: packet.id,
@@ -508,17 +509,22 @@ impl Daemon {
         }
     }
 
-    /// Gives every due verdict and sends each socket's verdicts in one batch; returns the time
-    /// it took as now, and whether the timer's time had come by then.
-    fn release_due(&mut self) -> (u64, bool) {
-        let now = monotonic_ns();
-        let timer_fired = self.armed.is_some_and(|armed| armed <= now);
-        if let Some(armed) = self.armed.filter(|_| timer_fired) {
-            self.status
-                .wakeup_lateness
-                .record(now as i64 - armed as i64);
-            self.lead.record(now - armed);
-        }
+    /// Notes a wake-up at `now`: true if the timer's time had come, whose lateness is then
+    /// recorded and learnt from.
+    fn note_timer(&mut self, now: u64) -> bool {
+        let Some(armed) = self.armed.filter(|&armed| armed <= now) else {
+            return false;
+        };
+        self.status
+            .wakeup_lateness
+            .record(now as i64 - armed as i64);
+        self.lead.record(now - armed);
+        true
+    }
+
+    /// Gives every packet due by `now` plus the release window its verdict, in the order of
+    /// their departures, and sends each socket's verdicts in one batch.
+    fn release_due(&mut self, now: u64) {
         while let Some((at, held)) = self.schedule.pop_due(now + self.release_window_ns) {
             let queue = &self.queues[held.queue as usize];
             let (socket, queue_num) = (queue.socket, queue.queue_num);
@@ -526,7 +532,6 @@ impl Daemon {
             self.status.verdict_lateness.record(now as i64 - at as i64);
         }
         self.flush_verdicts();
-        (now, timer_fired)
     }
 
     /// Sends each socket's pending verdicts in one batch.

@@ -15,8 +15,8 @@ pub struct DaemonConfig {
     pub control_socket: PathBuf,
     pub queues: Vec<QueueSpec>,
     /// A wake-up also releases the packets due within this many ns after it, so packets whose
-    /// departures are close share one wake-up. Each wake-up costs CPU (in a VM, reprogramming
-    /// the timer alone costs ~20 µs) and arrives some tens of µs late; the window trades a
+    /// departures are close share one wake-up. Each wake-up costs CPU (in a VM, a bare timed
+    /// wake-up alone costs ~20 µs) and arrives some tens of µs late; the window trades a
     /// packet leaving up to this much early for fewer wake-ups. 0: every departure time gets
     /// its own wake-up.
     #[serde(default = "default_release_window_ns")]

@@ -175,7 +175,11 @@ impl Epoll {
             fd: owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?,
         };
         // Nothing is watched yet: a wait that ends at once.
-        epoll.wait(&mut [libc::epoll_event { events: 0, u64: 0 }], Some(0))?;
+        epoll.wait(
+            &mut [libc::epoll_event { events: 0, u64: 0 }],
+            Some(0),
+            true,
+        )?;
         Ok(epoll)
     }
 
@@ -211,18 +215,28 @@ impl Epoll {
 
     /// Waits for events until `deadline_ns` (CLOCK_MONOTONIC; `None`: no deadline; a past
     /// one: no wait) with nanosecond precision; returns the number of events filled in, 0 at
-    /// the deadline or when interrupted by a signal.
+    /// the deadline or when interrupted by a signal. `realtime`: the calling thread runs at a
+    /// real-time priority.
     ///
     /// `epoll_pwait2` arms its timer only while the caller sleeps, where a timerfd re-armed at
-    /// every wake-up costs a `timerfd_settime` more (BENCHMARKS.md, "cpu"). At SCHED_FIFO the
-    /// kernel gives the wait no slack; at normal priority up to 0.1% of its length. Called as
-    /// a raw system call, so the C library need not know it.
+    /// every wake-up costs a `timerfd_settime` more (BENCHMARKS.md, "cpu"). Called as a raw
+    /// system call, so the C library need not know it.
     pub(crate) fn wait(
         &self,
         events: &mut [libc::epoll_event],
         deadline_ns: Option<u64>,
+        realtime: bool,
     ) -> io::Result<usize> {
-        let timeout = deadline_ns.map(|at| timespec_of(at.saturating_sub(monotonic_ns())));
+        let timeout = deadline_ns.map(|at| {
+            let mut wait = at.saturating_sub(monotonic_ns());
+            if !realtime {
+                // Outside real-time scheduling the kernel lets a timed wait end up to 0.1% of
+                // its length late (its slack), and on an idle CPU it does end that late: ask
+                // for so much less that the slack ends at the deadline.
+                wait -= wait / 1001;
+            }
+            timespec_of(wait)
+        });
         let timeout_ptr = timeout
             .as_ref()
             .map_or(std::ptr::null(), |t| t as *const libc::timespec);
@@ -244,9 +258,13 @@ impl Epoll {
             let e = io::Error::last_os_error();
             return match e.raw_os_error() {
                 Some(libc::EINTR) => Ok(0),
-                Some(libc::ENOSYS) => Err(io::Error::new(
+                Some(libc::ENOSYS | libc::EPERM) => Err(io::Error::new(
                     e.kind(),
-                    "epoll_pwait2 is not available: the shaper needs Linux 5.11 or newer",
+                    format!(
+                        "epoll_pwait2: {e}: the shaper needs Linux 5.11 or newer and, in a \
+                         container, a seccomp profile that allows epoll_pwait2 (Docker's \
+                         default does since 20.10)"
+                    ),
                 )),
                 _ => Err(e),
             };
