@@ -334,14 +334,14 @@ impl Daemon {
                 }
             }
             let now = monotonic_ns();
-            let timer_fired = self.note_timer(now);
+            self.note_timer(now);
             self.release_due(now);
             // What waited cannot be due before the timer plus the margin: read after the due
             // verdicts are out. One a late wake-up finds due by the window's end leaves now,
             // in a second batch; the rest wait for the earliest departure of all.
             self.read_unwatched()?;
             self.release_due(monotonic_ns());
-            self.arm_timer(timer_fired, now)?;
+            self.arm_timer(now)?;
         }
         for queue in &self.queues {
             if let Err(e) = self.sockets[queue.socket]
@@ -509,17 +509,15 @@ impl Daemon {
         }
     }
 
-    /// Notes a wake-up at `now`: true if the timer's time had come, whose lateness is then
-    /// recorded and learnt from.
-    fn note_timer(&mut self, now: u64) -> bool {
-        let Some(armed) = self.armed.filter(|&armed| armed <= now) else {
-            return false;
-        };
-        self.status
-            .wakeup_lateness
-            .record(now as i64 - armed as i64);
-        self.lead.record(now - armed);
-        true
+    /// Notes a wake-up at `now`: if the timer's time had come, its lateness is recorded and
+    /// learnt from.
+    fn note_timer(&mut self, now: u64) {
+        if let Some(armed) = self.armed.filter(|&armed| armed <= now) {
+            self.status
+                .wakeup_lateness
+                .record(now as i64 - armed as i64);
+            self.lead.record(now - armed);
+        }
     }
 
     /// Gives every packet due by `now` plus the release window its verdict, in the order of
@@ -550,12 +548,14 @@ impl Daemon {
 
     /// Sets the loop's timer for the next departure (as of `now`), and which sockets are
     /// watched.
-    fn arm_timer(&mut self, timer_fired: bool, now: u64) -> io::Result<()> {
+    fn arm_timer(&mut self, now: u64) -> io::Result<()> {
         let target = self
             .schedule
             .next_deadline()
             .map(|next| self.lead.arm_time(next, now));
-        if timer_fired || target != self.armed {
+        // A timer whose time came is always set again: what was due by it has been released,
+        // so the next departure lies later.
+        if target != self.armed {
             self.armed = target;
             if let Some(keeper) = &mut self.keeper {
                 keeper.follow(target, now);
