@@ -21,7 +21,7 @@
 //! departures, in one `sendto` per socket.
 //!
 //! Timing, as measured on the 2-vCPU Firecracker VMs this is developed on: a timer wake-up comes
-//! 20–100 µs late (the halted vCPU resumes slowly) and each wake-up costs ~30–50 µs of CPU (a
+//! 10–100 µs late on average (the halted vCPU resumes slowly) and each wake-up costs ~30–50 µs of CPU (a
 //! bare timed wake-up alone 17–23 µs: `scripts/wait-cost.c`). So the timer is armed ahead of the departure by a
 //! learnt lead (`WakeupLead`), and a wake-up also releases what is due within
 //! [`DaemonConfig::release_window_ns`] after it: verdicts land within about ±50 µs of their
@@ -52,7 +52,7 @@ use crate::daemon_keeper::Keeper;
 use crate::daemon_schedule::{ArrivalClock, ArrivalSource, Held, Schedule, WakeupLead};
 pub use crate::daemon_schedule::{ArrivalStats, Lateness, LATENESS_BOUNDS_NS};
 use crate::daemon_sys::{
-    enable_receive_timestamps, monotonic_ns, realtime_offset_ns, set_fifo_priority,
+    enable_receive_timestamps, monotonic_ns, realtime_offset_ns, runs_realtime, set_fifo_priority,
     set_timer_slack_ns, Epoll,
 };
 pub use crate::daemon_sys::{StopSignals, Stopper};
@@ -303,18 +303,17 @@ impl Daemon {
                 ),
             }
         }
-        let realtime = self.fifo_priority > 0
-            && match set_fifo_priority(self.fifo_priority) {
-                Ok(()) => true,
-                Err(e) => {
-                    tracing::warn!(
-                        "cdnlab-shaper: cannot run at SCHED_FIFO priority {} ({e}); delays \
-                         will stretch when the lab's processes keep the CPUs busy",
-                        self.fifo_priority
-                    );
-                    false
-                }
-            };
+        if self.fifo_priority > 0 {
+            if let Err(e) = set_fifo_priority(self.fifo_priority) {
+                tracing::warn!(
+                    "cdnlab-shaper: cannot run at SCHED_FIFO priority {} ({e}); delays will \
+                     stretch when the lab's processes keep the CPUs busy",
+                    self.fifo_priority
+                );
+            }
+        }
+        // As the kernel sees it: a daemon started under `chrt` is real-time too.
+        let realtime = runs_realtime();
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
         'serve: loop {
             let n = self.epoll.wait(&mut events, self.armed, realtime)?;
@@ -340,7 +339,8 @@ impl Daemon {
             // verdicts are out. One a late wake-up finds due by the window's end leaves now,
             // in a second batch; the rest wait for the earliest departure of all.
             self.read_unwatched()?;
-            self.release_due(monotonic_ns());
+            let now = monotonic_ns();
+            self.release_due(now);
             self.arm_timer(now)?;
         }
         for queue in &self.queues {
@@ -523,7 +523,10 @@ impl Daemon {
     /// Gives every packet due by `now` plus the release window its verdict, in the order of
     /// their departures, and sends each socket's verdicts in one batch.
     fn release_due(&mut self, now: u64) {
-        while let Some((at, held)) = self.schedule.pop_due(now + self.release_window_ns) {
+        while let Some((at, held)) = self
+            .schedule
+            .pop_due(now.saturating_add(self.release_window_ns))
+        {
             let queue = &self.queues[held.queue as usize];
             let (socket, queue_num) = (queue.socket, queue.queue_num);
             self.push_verdict(socket, queue_num, held.packet_id, NfVerdict::Accept);

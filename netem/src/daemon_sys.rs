@@ -106,6 +106,13 @@ pub(crate) fn set_fifo_priority(priority: u8) -> io::Result<()> {
     check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }).map(|_| ())
 }
 
+/// Whether the calling thread runs under a real-time policy (SCHED_FIFO or SCHED_RR).
+pub(crate) fn runs_realtime() -> bool {
+    // SAFETY: pid 0 is the calling thread; no pointers.
+    let policy = unsafe { libc::sched_getscheduler(0) } & !libc::SCHED_RESET_ON_FORK;
+    policy == libc::SCHED_FIFO || policy == libc::SCHED_RR
+}
+
 /// Runs the calling thread under SCHED_IDLE: it gets a CPU only when nothing else wants it.
 pub(crate) fn set_idle_priority() -> io::Result<()> {
     let param = libc::sched_param { sched_priority: 0 };
@@ -231,8 +238,9 @@ impl Epoll {
             let mut wait = at.saturating_sub(monotonic_ns());
             if !realtime {
                 // Outside real-time scheduling the kernel lets a timed wait end up to 0.1% of
-                // its length late (its slack), and on an idle CPU it does end that late: ask
-                // for so much less that the slack ends at the deadline.
+                // its length late (its slack, at nice 0; more for a niced thread), and on an
+                // idle CPU it does end that late: ask for so much less that the slack ends at
+                // the deadline.
                 wait -= wait / 1001;
             }
             timespec_of(wait)
@@ -263,7 +271,7 @@ impl Epoll {
                     format!(
                         "epoll_pwait2: {e}: the shaper needs Linux 5.11 or newer and, in a \
                          container, a seccomp profile that allows epoll_pwait2 (Docker's \
-                         default does since 20.10)"
+                         default does in 20.10 releases from 2021 on)"
                     ),
                 )),
                 _ => Err(e),

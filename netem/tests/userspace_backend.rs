@@ -100,6 +100,12 @@ impl Shaper {
         response.queues.unwrap()
     }
 
+    /// The status of queue `id`.
+    fn queue(&self, id: &str) -> QueueStatus {
+        let status = self.show().into_iter().find(|q| q.id == id);
+        status.unwrap_or_else(|| panic!("the daemon shows no queue `{id}`"))
+    }
+
     /// Stops the daemon with SIGTERM and returns its exit status.
     fn terminate(&mut self) -> std::process::ExitStatus {
         // SAFETY: kill on the pid of a child we have not yet reaped.
@@ -384,12 +390,7 @@ fn delays_change_at_run_time_and_loss_blocks() {
         "{} probes crossed a link with 100% loss",
         lost.len()
     );
-    let b = link
-        .shaper
-        .show()
-        .into_iter()
-        .find(|q| q.id == "b")
-        .unwrap();
+    let b = link.shaper.queue("b");
     assert!(b.stats.dropped_loss >= 5, "{b:?}");
     assert_eq!(b.impairments.loss, 1.0);
     link.shaper.set("b", delay(50));
@@ -469,7 +470,8 @@ fn arrivals_wait_for_the_timer_and_no_packet_is_early() {
 /// median 152 ms). They must cross in no less than 2 ms (less the 50 µs release window) and,
 /// at the median, in under 20 ms, which no load short of that failure reaches; the first ones
 /// are not held back, since without a rate a shorter delay lets later packets go first, as in
-/// netem. The premise, that datagrams were still held at the `Set`, is checked.
+/// netem. The premise, that datagrams were still held at the `Set` and arrivals had
+/// waited unread before it, is checked.
 fn a_lowered_delay_is_not_held_until_the_old_timer() {
     let link = Link::new("lower", delay(300), delay(300));
     let base = Instant::now();
@@ -535,57 +537,114 @@ fn a_lowered_delay_is_not_held_until_the_old_timer() {
         "median one-way {} ns after lowering the delay to 2 ms",
         after[EACH / 2]
     );
+    // The premise: before the change, B's arrivals waited unread (until the `Set` read them).
+    let age = daemon_status(&link).arrivals.age;
+    let waited = age.at_least(MS).unwrap();
+    assert!(
+        waited >= EACH as u64 / 2,
+        "only {waited} arrivals were read 1 ms or more after they came: {age:?}"
+    );
 }
 
 /// A rate never reorders a queue (netem's neither): 3 000 numbered datagrams A→B across a
 /// 50 Mbit/s link, each 23 µs on the wire, sent 5–40 µs apart (seeded), so that arrivals keep
-/// coming within the release window of the departures held before them. Every one must arrive,
-/// in the order sent.
+/// coming within the release window of the departures held before them; once with the rate
+/// alone (B's arrivals read as they come), once with 5 ms of delay too (read at the timer's
+/// wake-ups). Whatever arrives must arrive in the order sent, all of it, and all through the
+/// shaper. The sender stays on one CPU (a packet left in another CPU's backlog could be
+/// overtaken before the queue), and the receiver's buffer holds the whole run, so a reader
+/// held off its CPU loses nothing.
 fn a_rate_keeps_a_queue_in_order() {
-    let rate = Impairments {
-        rate_bps: Some(50_000_000),
-        ..Impairments::default()
-    };
-    let link = Link::new("order", rate, Impairments::default());
     const COUNT: u32 = 3_000;
-    let receiver = udp_receiver(&link, 7012, Duration::from_secs(2));
-    let reader = thread::spawn(move || {
-        let mut received = Vec::new();
-        let mut buf = [0u8; 128];
-        while received.len() < COUNT as usize {
-            let Ok(n) = receiver.recv(&mut buf) else {
-                break;
-            };
-            assert_eq!(n, 100);
-            received.push(u32::from_be_bytes(buf[..4].try_into().unwrap()));
+    for (run, delay_ms) in [0u64, 5].into_iter().enumerate() {
+        let rate = Impairments {
+            rate_bps: Some(50_000_000),
+            ..delay(delay_ms)
+        };
+        let link = Link::new(&format!("order{run}"), rate, Impairments::default());
+        let port = 7012 + run as u16;
+        let receiver = udp_receiver(&link, port, Duration::from_secs(2));
+        set_receive_buffer(&receiver, 8 << 20);
+        let reader = thread::spawn(move || {
+            let mut received = Vec::new();
+            let mut buf = [0u8; 128];
+            while received.len() < COUNT as usize {
+                let Ok(n) = receiver.recv(&mut buf) else {
+                    break;
+                };
+                assert_eq!(n, 100);
+                received.push(u32::from_be_bytes(buf[..4].try_into().unwrap()));
+            }
+            received
+        });
+        let sender = in_netns(&link.a.path(), || UdpSocket::bind("0.0.0.0:0")).unwrap();
+        sender.connect((ADDR_B, port)).unwrap();
+        stay_on_this_cpu();
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut datagram = [0u8; 100];
+        for seq in 0..COUNT {
+            datagram[..4].copy_from_slice(&seq.to_be_bytes());
+            sender.send(&datagram).unwrap();
+            let gap = Duration::from_micros(rng.random_range(5..=40));
+            let sent = Instant::now();
+            while sent.elapsed() < gap {
+                std::hint::spin_loop();
+            }
         }
-        received
-    });
-    let sender = in_netns(&link.a.path(), || UdpSocket::bind("0.0.0.0:0")).unwrap();
-    sender.connect((ADDR_B, 7012)).unwrap();
-    let mut rng = StdRng::seed_from_u64(3);
-    let mut datagram = [0u8; 100];
-    for seq in 0..COUNT {
-        datagram[..4].copy_from_slice(&seq.to_be_bytes());
-        sender.send(&datagram).unwrap();
-        let gap = Duration::from_micros(rng.random_range(5..=40));
-        let sent = Instant::now();
-        while sent.elapsed() < gap {
-            std::hint::spin_loop();
-        }
+        let received = reader.join().unwrap();
+        let first = received.windows(2).find(|w| w[1] < w[0]);
+        let out_of_order = received.windows(2).filter(|w| w[1] < w[0]).count();
+        assert_eq!(
+            out_of_order, 0,
+            "{delay_ms} ms and 50 Mbit/s: {out_of_order} datagrams came before one sent \
+             earlier; the first: {first:?}"
+        );
+        let b = link.shaper.queue("b");
+        assert_eq!(
+            (received.len(), b.stats.packets),
+            (COUNT as usize, u64::from(COUNT)),
+            "{delay_ms} ms and 50 Mbit/s: datagrams received, and packets the shaper passed, of \
+             {COUNT} sent: {b:?}"
+        );
     }
-    let received = reader.join().unwrap();
-    assert_eq!(
-        received.len(),
-        COUNT as usize,
-        "datagrams lost on a link without loss, whose queue (1000) never filled"
-    );
-    let out_of_order = received.windows(2).filter(|w| w[1] < w[0]).count();
-    let first = received.windows(2).find(|w| w[1] < w[0]);
-    assert_eq!(
-        out_of_order, 0,
-        "{out_of_order} datagrams came before one sent earlier; the first: {first:?}"
-    );
+}
+
+/// Sets `socket`'s receive buffer to `bytes`, past the system's maximum (the tests run as root).
+fn set_receive_buffer(socket: &UdpSocket, bytes: i32) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: setsockopt on a socket we own, with an int we own.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&bytes as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "SO_RCVBUFFORCE: {}", std::io::Error::last_os_error());
+}
+
+/// Keeps the calling thread on the CPU it runs on now.
+fn stay_on_this_cpu() {
+    // SAFETY: sched_getcpu takes nothing; the cpu_set_t is ours, zeroed, then one CPU set.
+    unsafe {
+        let cpu = libc::sched_getcpu();
+        assert!(
+            cpu >= 0,
+            "sched_getcpu: {}",
+            std::io::Error::last_os_error()
+        );
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        let rc = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        assert_eq!(
+            rc,
+            0,
+            "sched_setaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+    }
 }
 
 fn control_errors_and_clean_shutdown() {
