@@ -20,12 +20,12 @@
 //! in a heap, and at each wake-up the verdicts of all packets due go out in the order of their
 //! departures, in one `sendto` per socket.
 //!
-//! Timing, as measured on the 2-vCPU Firecracker VMs this is developed on: a timer wake-up comes
-//! 10–100 µs late on average (the halted vCPU resumes slowly) and each wake-up costs ~30–50 µs of CPU (a
-//! bare timed wake-up alone 17–23 µs: `scripts/wait-cost.c`). So the timer is armed ahead of the departure by a
-//! learnt lead (`WakeupLead`), and a wake-up also releases what is due within
-//! [`DaemonConfig::release_window_ns`] after it: verdicts land within about ±50 µs of their
-//! departure time, with half as many wake-ups at 100 Mbit/s. Before a long wait ends, a keeper
+//! Timing, as measured on the 2-vCPU Firecracker VMs this is developed on: a timer wake-up
+//! comes 10–100 µs late on average (the halted vCPU resumes slowly) and each wake-up costs
+//! ~30–50 µs of CPU (a bare timed wake-up alone 17–23 µs: `scripts/wait-cost.c`). So the timer
+//! is armed ahead of the departure by a learnt lead (`WakeupLead`), and a wake-up also releases
+//! what is due within [`DaemonConfig::release_window_ns`] after it: verdicts land within about
+//! ±50 µs of their departure time, with half as many wake-ups at 100 Mbit/s. Before a long wait ends, a keeper
 //! thread wakes the daemon's CPU, so the timer does not fire on a CPU halted for long
 //! (`daemon_keeper`).
 //!

@@ -265,6 +265,54 @@ fn udp_receiver(link: &Link, port: u16, timeout: Duration) -> UdpSocket {
     socket
 }
 
+/// Datagrams A→B, each carrying when it was sent and a tag, and a thread in B taking their
+/// one-way times as they come.
+struct StampedStream {
+    base: Instant,
+    sender: UdpSocket,
+    reader: JoinHandle<Vec<(u8, u64)>>,
+}
+
+impl StampedStream {
+    /// A stream to `port` in B whose reader stops after `count` datagrams, or 2 s without one.
+    fn start(link: &Link, port: u16, count: usize) -> StampedStream {
+        let base = Instant::now();
+        let receiver = udp_receiver(link, port, Duration::from_secs(2));
+        let reader = thread::spawn(move || {
+            let mut one_way = Vec::new();
+            let mut buf = [0u8; 16];
+            while one_way.len() < count {
+                let Ok(n) = receiver.recv(&mut buf) else {
+                    break;
+                };
+                let received = base.elapsed().as_nanos() as u64;
+                assert_eq!(n, 9);
+                let sent = u64::from_be_bytes(buf[..8].try_into().unwrap());
+                one_way.push((buf[8], received - sent));
+            }
+            one_way
+        });
+        let sender = in_netns(&link.a.path(), || UdpSocket::bind("0.0.0.0:0")).unwrap();
+        sender.connect((ADDR_B, port)).unwrap();
+        StampedStream {
+            base,
+            sender,
+            reader,
+        }
+    }
+
+    fn send(&self, tag: u8) {
+        let mut datagram = [tag; 9];
+        datagram[..8].copy_from_slice(&(self.base.elapsed().as_nanos() as u64).to_be_bytes());
+        self.sender.send(&datagram).unwrap();
+    }
+
+    /// The (tag, one-way ns) of every datagram received, in the order received.
+    fn finish(self) -> Vec<(u8, u64)> {
+        self.reader.join().unwrap()
+    }
+}
+
 /// Round-trip times of `count` probes (spaced by `gap`); lost probes are left out.
 fn probe_rtts(socket: &UdpSocket, count: u32, gap: Duration) -> Vec<Duration> {
     let mut rtts = Vec::new();
@@ -411,31 +459,13 @@ fn delays_change_at_run_time_and_loss_blocks() {
 /// a few may be, when a wake-up comes over 1 ms late on a loaded machine, but not most.
 fn arrivals_wait_for_the_timer_and_no_packet_is_early() {
     let link = Link::new("defer", delay(20), delay(20));
-    let base = Instant::now();
-    let receiver = udp_receiver(&link, 7010, Duration::from_secs(1));
     const COUNT: usize = 200;
-    let reader = thread::spawn(move || {
-        let mut one_way = Vec::new();
-        let mut buf = [0u8; 16];
-        while one_way.len() < COUNT {
-            let Ok(n) = receiver.recv(&mut buf) else {
-                break;
-            };
-            let received = base.elapsed().as_nanos() as u64;
-            assert_eq!(n, 8);
-            let sent = u64::from_be_bytes(buf[..8].try_into().unwrap());
-            one_way.push(received - sent);
-        }
-        one_way
-    });
-    let sender = in_netns(&link.a.path(), || UdpSocket::bind("0.0.0.0:0")).unwrap();
-    sender.connect((ADDR_B, 7010)).unwrap();
+    let stream = StampedStream::start(&link, 7010, COUNT);
     for _ in 0..COUNT {
-        let sent = base.elapsed().as_nanos() as u64;
-        sender.send(&sent.to_be_bytes()).unwrap();
+        stream.send(0);
         thread::sleep(Duration::from_millis(5));
     }
-    let mut one_way = reader.join().unwrap();
+    let mut one_way: Vec<u64> = stream.finish().into_iter().map(|(_, t)| t).collect();
     assert_eq!(
         one_way.len(),
         COUNT,
@@ -474,30 +504,11 @@ fn arrivals_wait_for_the_timer_and_no_packet_is_early() {
 /// waited unread before it, is checked.
 fn a_lowered_delay_is_not_held_until_the_old_timer() {
     let link = Link::new("lower", delay(300), delay(300));
-    let base = Instant::now();
-    let receiver = udp_receiver(&link, 7011, Duration::from_secs(2));
     const EACH: usize = 20;
-    let reader = thread::spawn(move || {
-        let mut one_way = [Vec::new(), Vec::new()];
-        let mut buf = [0u8; 16];
-        while one_way[0].len() + one_way[1].len() < 2 * EACH {
-            let Ok(n) = receiver.recv(&mut buf) else {
-                break;
-            };
-            let received = base.elapsed().as_nanos() as u64;
-            assert_eq!(n, 9);
-            let sent = u64::from_be_bytes(buf[..8].try_into().unwrap());
-            one_way[usize::from(buf[8])].push(received - sent);
-        }
-        one_way
-    });
-    let sender = in_netns(&link.a.path(), || UdpSocket::bind("0.0.0.0:0")).unwrap();
-    sender.connect((ADDR_B, 7011)).unwrap();
+    let stream = StampedStream::start(&link, 7011, 2 * EACH);
     let send = |phase: u8| {
         for _ in 0..EACH {
-            let mut datagram = [phase; 9];
-            datagram[..8].copy_from_slice(&(base.elapsed().as_nanos() as u64).to_be_bytes());
-            sender.send(&datagram).unwrap();
+            stream.send(phase);
             thread::sleep(Duration::from_millis(5));
         }
     };
@@ -506,7 +517,9 @@ fn a_lowered_delay_is_not_held_until_the_old_timer() {
     link.shaper.set("b", delay(2));
     assert!(held > 0, "nothing was held when the delay was lowered");
     send(1);
-    let [mut before, mut after] = reader.join().unwrap();
+    let (before, after): (Vec<_>, Vec<_>) = stream.finish().into_iter().partition(|&(p, _)| p == 0);
+    let one_way = |phase: Vec<(u8, u64)>| phase.into_iter().map(|(_, t)| t).collect::<Vec<_>>();
+    let (mut before, mut after) = (one_way(before), one_way(after));
     assert_eq!(
         (before.len(), after.len()),
         (EACH, EACH),
