@@ -53,23 +53,40 @@ fn check_accounts(report: &RunReport, out: &Path) {
         report.from_other_isp
     );
     // The tracker sent across ISPs what the peers say came from another ISP, and the few it
-    // sent to a peer that had just evicted the chunk (the requester then went to the cloud).
+    // sent to a peer that had just evicted the chunk (the requester then went to the cloud),
+    // or whose requester had given up waiting for its answer (a peer's request can wait
+    // behind its uploads on its link) and asked the cloud.
     let tracker = json(&out.join("nodes/tracker/tracker.json"));
-    let to_peers = &tracker["totals"]["to_peers"];
-    let mut crossing = 0;
-    for (l, row) in to_peers.as_array().expect("to_peers").iter().enumerate() {
-        for (m, n) in row.as_array().expect("row").iter().enumerate() {
-            if l != m {
-                crossing += n.as_u64().expect("count");
+    let (mut crossing, mut located) = (0, 0);
+    for table in ["to_peers", "to_cloud"] {
+        let rows = tracker["totals"][table].as_array().expect(table);
+        for (l, row) in rows.iter().enumerate() {
+            for (m, n) in row.as_array().expect("row").iter().enumerate() {
+                let n = n.as_u64().expect("count");
+                located += n;
+                if table == "to_peers" && l != m {
+                    crossing += n;
+                }
             }
         }
     }
     assert!(
         report.from_other_isp <= crossing
-            && crossing <= report.from_other_isp + report.peer_fallbacks,
-        "tracker {crossing}, peers {} (+{} fallbacks)",
+            && crossing
+                <= report.from_other_isp + report.peer_fallbacks + report.tracker_unanswered,
+        "tracker {crossing}, peers {} (+{} fallbacks, +{} unanswered)",
         report.from_other_isp,
-        report.peer_fallbacks
+        report.peer_fallbacks,
+        report.tracker_unanswered
+    );
+    // Every download the tracker dispatched is one a peer made; the peers made more only by
+    // as many as the tracker never heard of (an unanswered request that never arrived).
+    let downloads =
+        report.from_own_isp + report.from_other_isp + report.from_cloud + report.failed_downloads;
+    assert!(
+        located <= downloads && downloads <= located + report.tracker_unanswered,
+        "tracker dispatched {located}, peers downloaded {downloads} ({} unanswered)",
+        report.tracker_unanswered
     );
 }
 

@@ -29,6 +29,9 @@ pub struct RunReport {
     pub failed_downloads: u64,
     /// Downloads the tracker sent to a peer that did not deliver (the cloud did instead).
     pub peer_fallbacks: u64,
+    /// Downloads asked of the cloud because the tracker's answer came too late: the tracker
+    /// may have counted them as sent to a peer.
+    pub tracker_unanswered: u64,
     pub played: u64,
     pub stalls: u64,
     pub stall_rate: f64,
@@ -100,6 +103,7 @@ pub fn read(dir: &Path) -> Result<RunReport, String> {
         from_cloud: sum("from_cloud"),
         failed_downloads: sum("failed_downloads"),
         peer_fallbacks: sum("peer_fallbacks"),
+        tracker_unanswered: sum("tracker_unanswered"),
         played,
         stalls,
         stall_rate: if played == 0 {
@@ -121,6 +125,7 @@ pub fn table(reports: &[RunReport]) -> String {
         "cloud MB (its counters)",
         "inter-ISP MB (peering links)",
         "chunks: own ISP / other ISP / cloud",
+        "of those from the cloud: peer failed / tracker late",
         "stall rate",
         "peers failed",
     ]);
@@ -136,6 +141,7 @@ pub fn table(reports: &[RunReport]) -> String {
                 "{} / {} / {}",
                 r.from_own_isp, r.from_other_isp, r.from_cloud
             ),
+            format!("{} / {}", r.peer_fallbacks, r.tracker_unanswered),
             format!("{:.3}", r.stall_rate),
             format!("{} of {}", r.failed_peers, r.peers),
         ]);

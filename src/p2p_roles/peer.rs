@@ -67,6 +67,8 @@ struct Record {
     from: From,
     /// The tracker named a peer that did not deliver, so the cloud did.
     fell_back: bool,
+    /// The tracker did not answer in time (or its call failed), so the cloud was asked.
+    unanswered: bool,
     seconds: f64,
     /// After the chunk's slot started (0: in time).
     late_s: f64,
@@ -127,10 +129,13 @@ impl Node {
         Ok(())
     }
 
-    /// Downloads `chunk` (for slot `slot`) from `source`, or from the cloud when a peer does
-    /// not deliver; caches it and tells the tracker.
-    async fn download(self: Arc<Self>, chunk: u32, slot: u64, source: Source) {
+    /// Downloads `chunk` (for slot `slot`) from the tracker's `answer` (the cloud when it did
+    /// not answer), or from the cloud when a peer does not deliver; caches it and tells the
+    /// tracker.
+    async fn download(self: Arc<Self>, chunk: u32, slot: u64, answer: Option<Source>) {
         let started = Instant::now();
+        let unanswered = answer.is_none();
+        let source = answer.unwrap_or(Source::Cloud);
         let cloud = format!(
             "http://{}:{}/chunk/{chunk}",
             self.config.cloud, self.config.cloud_port
@@ -172,6 +177,7 @@ impl Node {
                     chunk,
                     from,
                     fell_back,
+                    unanswered,
                     seconds: started.elapsed().as_secs_f64(),
                     late_s,
                 });
@@ -220,6 +226,10 @@ struct Totals {
     from_cloud: u64,
     /// Downloads the tracker sent to a peer that did not deliver (then the cloud did).
     peer_fallbacks: u64,
+    /// Downloads asked of the cloud because the tracker's answer did not come within
+    /// `TRACKER_LIMIT` (or the call failed): the tracker may have counted them as sent to a
+    /// peer. A peer whose link is busy uploading can wait that long for its request to leave.
+    tracker_unanswered: u64,
     failed_downloads: u64,
     /// Chunks not cached when their slot started, and by how much they were late in all.
     stalls: u64,
@@ -341,17 +351,22 @@ async fn play(node: Arc<Node>) -> Result<Played, String> {
         let answer = node.call(&slot_report).await;
         if let Some(chunk) = want {
             let source = match answer {
-                Some(TrackerResponse::Slot {
-                    source: Some(source),
-                }) => source,
-                _ => Source::Cloud,
+                Some(TrackerResponse::Slot { source }) => source,
+                _ => None,
             };
+            if source.is_none() {
+                tracing::debug!(
+                    "p2p-peer {}: no answer from the tracker; the cloud",
+                    node.node
+                );
+            }
             node.lock().pending.insert(chunk, slot + ahead);
             tokio::spawn(node.clone().download(chunk, slot + ahead, source));
         }
     }
-    // Downloads still under way finish (or time out) before the summary.
-    let deadline = Instant::now() + node.config.fetch_timeout;
+    // Downloads still under way finish (or time out) before the summary: one that falls back
+    // to the cloud can take two fetches' time.
+    let deadline = Instant::now() + 2 * node.config.fetch_timeout;
     while !node.lock().pending.is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -374,6 +389,7 @@ fn totals(node: &Node, played: &Played) -> Totals {
         from_other_isp: count(From::OtherIsp),
         from_cloud: count(From::Cloud),
         peer_fallbacks: state.records.iter().filter(|r| r.fell_back).count() as u64,
+        tracker_unanswered: state.records.iter().filter(|r| r.unanswered).count() as u64,
         failed_downloads: count(From::Failed),
         stalls: played.stalls,
         stall_rate: if played.played == 0 {
@@ -394,14 +410,15 @@ fn totals(node: &Node, played: &Played) -> Totals {
 
 fn write_downloads(out: &Path, records: &[Record]) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut text = String::from("slot,chunk,from,fell_back,seconds,late_s\n");
+    let mut text = String::from("slot,chunk,from,fell_back,tracker_unanswered,seconds,late_s\n");
     for r in records {
         text += &format!(
-            "{},{},{},{},{:.6},{:.6}\n",
+            "{},{},{},{},{},{:.6},{:.6}\n",
             r.slot,
             r.chunk,
             r.from.name(),
             r.fell_back,
+            r.unanswered,
             r.seconds,
             r.late_s
         );
