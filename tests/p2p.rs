@@ -79,14 +79,19 @@ fn check_accounts(report: &RunReport, out: &Path) {
         report.peer_fallbacks,
         report.tracker_unanswered
     );
-    // Every download the tracker dispatched is one a peer made; the peers made more only by
-    // as many as the tracker never heard of (an unanswered request that never arrived).
-    let downloads =
-        report.from_own_isp + report.from_other_isp + report.from_cloud + report.failed_downloads;
+    // Every download the tracker dispatched is one a peer made (finished or not); the peers
+    // made more only by as many as the tracker never heard of (an unanswered request that
+    // never arrived).
+    let downloads = report.from_own_isp
+        + report.from_other_isp
+        + report.from_cloud
+        + report.failed_downloads
+        + report.unfinished_downloads;
     assert!(
         located <= downloads && downloads <= located + report.tracker_unanswered,
-        "tracker dispatched {located}, peers downloaded {downloads} ({} unanswered)",
-        report.tracker_unanswered
+        "tracker dispatched {located}, peers downloaded {downloads} ({} unanswered, {} unfinished)",
+        report.tracker_unanswered,
+        report.unfinished_downloads
     );
 }
 

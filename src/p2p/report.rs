@@ -27,6 +27,8 @@ pub struct RunReport {
     pub from_other_isp: u64,
     pub from_cloud: u64,
     pub failed_downloads: u64,
+    /// Downloads still under way when their peer wrote its summary.
+    pub unfinished_downloads: u64,
     /// Downloads the tracker sent to a peer that did not deliver (the cloud did instead).
     pub peer_fallbacks: u64,
     /// Downloads asked of the cloud because the tracker's answer came too late: the tracker
@@ -102,6 +104,7 @@ pub fn read(dir: &Path) -> Result<RunReport, String> {
         from_other_isp: sum("from_other_isp"),
         from_cloud: sum("from_cloud"),
         failed_downloads: sum("failed_downloads"),
+        unfinished_downloads: sum("unfinished_downloads"),
         peer_fallbacks: sum("peer_fallbacks"),
         tracker_unanswered: sum("tracker_unanswered"),
         played,
@@ -125,7 +128,7 @@ pub fn table(reports: &[RunReport]) -> String {
         "cloud MB (its counters)",
         "inter-ISP MB (peering links)",
         "chunks: own ISP / other ISP / cloud",
-        "of those from the cloud: peer failed / tracker late",
+        "fallbacks to the cloud: peer failed / tracker late",
         "stall rate",
         "peers failed",
     ]);

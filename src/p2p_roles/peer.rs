@@ -231,6 +231,9 @@ struct Totals {
     /// peer. A peer whose link is busy uploading can wait that long for its request to leave.
     tracker_unanswered: u64,
     failed_downloads: u64,
+    /// Downloads still under way when the summary was written (after the last slot, it waits
+    /// two fetch timeouts for them; a peer that leaves does not wait): in no other count.
+    unfinished_downloads: u64,
     /// Chunks not cached when their slot started, and by how much they were late in all.
     stalls: u64,
     stall_rate: f64,
@@ -391,6 +394,7 @@ fn totals(node: &Node, played: &Played) -> Totals {
         peer_fallbacks: state.records.iter().filter(|r| r.fell_back).count() as u64,
         tracker_unanswered: state.records.iter().filter(|r| r.unanswered).count() as u64,
         failed_downloads: count(From::Failed),
+        unfinished_downloads: state.pending.len() as u64,
         stalls: played.stalls,
         stall_rate: if played.played == 0 {
             0.0
