@@ -6,7 +6,6 @@ use crate::lab::interrupt;
 use crate::web::{hub::Hub, Server};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -80,18 +79,18 @@ pub fn run(args: WebArgs) -> Result<(), Failure> {
             crate::lab::LabState::load(&lab).map_err(|e| failure(format!("lab {lab}: {e}")))?;
             let server = Server::start(listener, hub.clone()).map_err(failure)?;
             crate::say!("showing lab {lab} on http://{} (Ctrl-C ends)", server.addr);
-            let stop = AtomicBool::new(false);
-            let follow = std::thread::scope(|scope| {
-                let follower = scope.spawn(|| crate::web::follow_lab(&lab, &hub, &stop));
+            let follow = crate::web::Follow::default();
+            let followed = std::thread::scope(|scope| {
+                let follower = scope.spawn(|| crate::web::follow_lab(&lab, &hub, &follow));
                 while !follower.is_finished() {
                     if interrupt::check().is_err() {
-                        stop.store(true, std::sync::atomic::Ordering::Release);
+                        follow.stop();
                     }
                     std::thread::sleep(std::time::Duration::from_millis(200));
                 }
                 follower.join()
             });
-            follow
+            followed
                 .map_err(|_| failure("the lab's sampler stopped"))?
                 .map_err(failure)?;
             if interrupt::check().is_ok() {

@@ -61,11 +61,16 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
     // Whatever happened, the logs and events are kept and the lab is removed.
     let kept = keep_lab_files(&state, out);
     // The view's sampler holds sockets in the lab's namespaces (kernel counters): it lets go
-    // before they are deleted, so nothing of the lab outlives the teardown.
+    // before they are deleted, so nothing of the lab outlives the teardown. It follows the
+    // run's files until the nodes are stopped, so what they write up to then (an ICN
+    // controller's last period) reaches the page too.
+    if let Some(view) = &view {
+        view.release_lab();
+    }
+    let removed = lab::teardown::teardown(&state);
     if let Some(view) = view {
         view.finish();
     }
-    let removed = lab::teardown::teardown(&state);
     let clients = outcome?;
     links?;
     kept?;

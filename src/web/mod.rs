@@ -88,9 +88,26 @@ impl Drop for Server {
     }
 }
 
+/// What a sampler following a lab is asked, and what it answers.
+#[derive(Default)]
+pub struct Follow {
+    /// Publish what is left and end.
+    stop: AtomicBool,
+    /// Let go of the lab's counters (sockets in its namespaces) but keep following its files.
+    release: AtomicBool,
+    /// Set by the sampler once it holds no counters.
+    released: AtomicBool,
+}
+
+impl Follow {
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
 /// Samples the running lab `lab` into `hub` every [`SAMPLE_EVERY`] until the lab is gone or
-/// `stop` is set, then publishes `end`.
-pub fn follow_lab(lab: &str, hub: &Hub, stop: &AtomicBool) -> Result<(), String> {
+/// `follow` says stop, then publishes what its files hold still and `end`.
+pub fn follow_lab(lab: &str, hub: &Hub, follow: &Follow) -> Result<(), String> {
     let state = LabState::load(lab).map_err(|e| format!("lab {lab}: {e}"))?;
     let mut counters = LinkCounters::open(&state)
         .map_err(|e| tracing::warn!("web: no link counters: {e}"))
@@ -113,13 +130,18 @@ pub fn follow_lab(lab: &str, hub: &Hub, stop: &AtomicBool) -> Result<(), String>
     // On a fixed beat, so the time a look takes does not stretch the period.
     let mut next = std::time::Instant::now();
     loop {
-        let gone = stop.load(Ordering::Acquire) || !state.dir().exists();
+        if follow.release.load(Ordering::Acquire) {
+            counters = None;
+            follow.released.store(true, Ordering::Release);
+        }
+        let gone = follow.stop.load(Ordering::Acquire) || !state.dir().exists();
         if let Some(counters) = counters.as_mut().filter(|_| !gone) {
             if let Ok(sample) = counters.sample(&state) {
                 hub.publish(&throughput.message(&sample));
             }
         }
-        for message in files.poll() {
+        let messages = if gone { files.drain() } else { files.poll() };
+        for message in messages {
             hub.publish(&message);
         }
         if gone {
@@ -193,7 +215,7 @@ fn followed(topology: &Topology) -> (Vec<String>, Vec<String>) {
 /// A live view beside a run (`cdnlab run --web`): its server and sampler threads.
 pub struct LiveView {
     pub server: Server,
-    stop: Arc<AtomicBool>,
+    follow: Arc<Follow>,
     sampler: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -202,26 +224,36 @@ impl LiveView {
     pub fn start(listener: TcpListener, lab: &str) -> Result<LiveView, String> {
         let hub = Arc::new(Hub::default());
         let server = Server::start(listener, hub.clone())?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let (lab, stopping) = (lab.to_string(), stop.clone());
+        let follow = Arc::new(Follow::default());
+        let (lab, following) = (lab.to_string(), follow.clone());
         let sampler = std::thread::Builder::new()
             .name("web-sampler".into())
             .spawn(move || {
-                if let Err(e) = follow_lab(&lab, &hub, &stopping) {
+                if let Err(e) = follow_lab(&lab, &hub, &following) {
                     tracing::warn!("web: {e}");
                 }
             })
             .map_err(|e| e.to_string())?;
         Ok(LiveView {
             server,
-            stop,
+            follow,
             sampler: Some(sampler),
         })
     }
 
+    /// Returns once the sampler holds nothing in the lab's namespaces (its counters' sockets),
+    /// so they can be deleted; it goes on following the run's files.
+    pub fn release_lab(&self) {
+        self.follow.release.store(true, Ordering::Release);
+        let finished = || self.sampler.as_ref().is_none_or(|s| s.is_finished());
+        while !self.follow.released.load(Ordering::Acquire) && !finished() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Publishes what is left and `end`, gives the pages a moment to read it, and stops.
     pub fn finish(mut self) {
-        self.stop.store(true, Ordering::Release);
+        self.follow.stop();
         if let Some(sampler) = self.sampler.take() {
             let _ = sampler.join();
         }
