@@ -22,12 +22,12 @@
 //!
 //! Timing, as measured on the 2-vCPU Firecracker VMs this is developed on: a timer wake-up
 //! comes 10–100 µs late on average (the halted vCPU resumes slowly) and each wake-up costs
-//! ~30–50 µs of CPU (a bare timed wake-up alone 17–23 µs: `scripts/wait-cost.c`). So the timer
-//! is armed ahead of the departure by a learnt lead (`WakeupLead`), and a wake-up also releases
-//! what is due within [`DaemonConfig::release_window_ns`] after it: verdicts land within about
-//! ±50 µs of their departure time, with half as many wake-ups at 100 Mbit/s. Before a long wait ends, a keeper
-//! thread wakes the daemon's CPU, so the timer does not fire on a CPU halted for long
-//! (`daemon_keeper`).
+//! ~30–50 µs of CPU (a bare timed wake-up alone 17–23 µs: `scripts/wait-cost.c`). So the
+//! timer is armed ahead of the departure by a learnt lead (`WakeupLead`), and a wake-up also
+//! releases what is due within [`DaemonConfig::release_window_ns`] after it: verdicts land
+//! within about ±50 µs of their departure time, with half as many wake-ups at 100 Mbit/s.
+//! Before a long wait ends, a keeper thread wakes the daemon's CPU, so the timer does not fire
+//! on a CPU halted for long (`daemon_keeper`).
 //!
 //! The wake-up that reads an arriving packet is as late, so a packet's arrival is not the time
 //! it is read but the kernel's receive stamp (`NFQA_TIMESTAMP`, CLOCK_REALTIME), converted with

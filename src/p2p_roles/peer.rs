@@ -37,7 +37,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 /// How long a call to the tracker may take before the peer goes to the cloud.
 const TRACKER_LIMIT: Duration = Duration::from_secs(2);
-/// The most downloads `downloads.csv` keeps.
+/// The most downloads `downloads.csv` keeps (the summary counts them all).
 const MAX_RECORDS: usize = 100_000;
 
 /// Where a download came from.
@@ -74,10 +74,44 @@ struct Record {
     late_s: f64,
 }
 
+/// Every download counted, however many `downloads.csv` keeps.
+#[derive(Default)]
+struct Tally {
+    downloads: u64,
+    from_own_isp: u64,
+    from_other_isp: u64,
+    from_cloud: u64,
+    failed: u64,
+    fell_back: u64,
+    unanswered: u64,
+    late_s: f64,
+    /// Seconds of the downloads that delivered.
+    delivered_s: f64,
+}
+
+impl Tally {
+    fn add(&mut self, r: &Record) {
+        self.downloads += 1;
+        match r.from {
+            From::OwnIsp => self.from_own_isp += 1,
+            From::OtherIsp => self.from_other_isp += 1,
+            From::Cloud => self.from_cloud += 1,
+            From::Failed => self.failed += 1,
+        }
+        self.fell_back += u64::from(r.fell_back);
+        self.unanswered += u64::from(r.unanswered);
+        self.late_s += r.late_s;
+        if r.from != From::Failed {
+            self.delivered_s += r.seconds;
+        }
+    }
+}
+
 struct PeerState {
     cache: PeerCache,
     /// Chunks being downloaded, and the slot each is for.
     pending: BTreeMap<u32, u64>,
+    tally: Tally,
     records: Vec<Record>,
 }
 
@@ -99,12 +133,21 @@ impl Node {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// One call to the tracker, awaited up to `TRACKER_LIMIT` in all: the wait for the
+    /// connection, which a `Stored` call may hold, counts too, so a slot's call never holds up
+    /// the play loop for longer.
     async fn call(&self, request: &TrackerRequest) -> Option<TrackerResponse> {
         let port = self.config.control_port;
-        let mut tracker = self.tracker.lock().await;
-        tracker
-            .call(port, &self.identity, request, TRACKER_LIMIT)
+        let call = async {
+            let mut tracker = self.tracker.lock().await;
+            tracker
+                .call(port, &self.identity, request, TRACKER_LIMIT)
+                .await
+        };
+        tokio::time::timeout(TRACKER_LIMIT, call)
             .await
+            .ok()
+            .flatten()
     }
 
     /// When slot `slot` starts.
@@ -171,16 +214,18 @@ impl Node {
         let evicted = {
             let mut state = self.lock();
             state.pending.remove(&chunk);
+            let record = Record {
+                slot,
+                chunk,
+                from,
+                fell_back,
+                unanswered,
+                seconds: started.elapsed().as_secs_f64(),
+                late_s,
+            };
+            state.tally.add(&record);
             if state.records.len() < MAX_RECORDS {
-                state.records.push(Record {
-                    slot,
-                    chunk,
-                    from,
-                    fell_back,
-                    unanswered,
-                    seconds: started.elapsed().as_secs_f64(),
-                    late_s,
-                });
+                state.records.push(record);
             }
             if from == From::Failed || self.left.load(Ordering::Relaxed) {
                 return;
@@ -260,6 +305,7 @@ pub async fn run(config: PeerConfig, start: Start) -> Result<(), String> {
         state: Mutex::new(PeerState {
             cache: PeerCache::new(config.catalogue.cache),
             pending: BTreeMap::new(),
+            tally: Tally::default(),
             records: Vec::new(),
         }),
         tracker: tokio::sync::Mutex::new(Peer::new(&config.tracker)),
@@ -378,22 +424,19 @@ async fn play(node: Arc<Node>) -> Result<Played, String> {
 
 fn totals(node: &Node, played: &Played) -> Totals {
     let state = node.lock();
-    let count = |from: From| state.records.iter().filter(|r| r.from == from).count() as u64;
-    let delivered: Vec<f64> = (state.records.iter())
-        .filter(|r| r.from != From::Failed)
-        .map(|r| r.seconds)
-        .collect();
+    let tally = &state.tally;
+    let delivered = tally.downloads - tally.failed;
     Totals {
         slots: played.slots,
         played: played.played,
         replays: played.replays,
-        downloads: state.records.len() as u64,
-        from_own_isp: count(From::OwnIsp),
-        from_other_isp: count(From::OtherIsp),
-        from_cloud: count(From::Cloud),
-        peer_fallbacks: state.records.iter().filter(|r| r.fell_back).count() as u64,
-        tracker_unanswered: state.records.iter().filter(|r| r.unanswered).count() as u64,
-        failed_downloads: count(From::Failed),
+        downloads: tally.downloads,
+        from_own_isp: tally.from_own_isp,
+        from_other_isp: tally.from_other_isp,
+        from_cloud: tally.from_cloud,
+        peer_fallbacks: tally.fell_back,
+        tracker_unanswered: tally.unanswered,
+        failed_downloads: tally.failed,
         unfinished_downloads: state.pending.len() as u64,
         stalls: played.stalls,
         stall_rate: if played.played == 0 {
@@ -401,9 +444,8 @@ fn totals(node: &Node, played: &Played) -> Totals {
         } else {
             played.stalls as f64 / played.played as f64
         },
-        stall_s: state.records.iter().map(|r| r.late_s).sum(),
-        mean_download_s: (!delivered.is_empty())
-            .then(|| delivered.iter().sum::<f64>() / delivered.len() as f64),
+        stall_s: tally.late_s,
+        mean_download_s: (delivered > 0).then(|| tally.delivered_s / delivered as f64),
         uploads: node.uploads.load(Ordering::Relaxed),
         upload_bytes: node.upload_bytes.load(Ordering::Relaxed),
         left_at_s: played.left_at_s,
@@ -429,4 +471,47 @@ fn write_downloads(out: &Path, records: &[Record]) -> Result<(), String> {
     }
     let path = out.join("downloads.csv");
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(from: From, fell_back: bool, unanswered: bool, seconds: f64) -> Record {
+        Record {
+            slot: 1,
+            chunk: 2,
+            from,
+            fell_back,
+            unanswered,
+            seconds,
+            late_s: 0.25,
+        }
+    }
+
+    #[test]
+    fn tally_counts_each_source_and_times_only_the_delivered() {
+        let mut tally = Tally::default();
+        for r in [
+            record(From::OwnIsp, false, false, 1.0),
+            record(From::OtherIsp, false, false, 2.0),
+            record(From::Cloud, true, false, 3.0),
+            record(From::Cloud, false, true, 4.0),
+            record(From::Failed, true, false, 9.0),
+        ] {
+            tally.add(&r);
+        }
+        let counts = [
+            tally.downloads,
+            tally.from_own_isp,
+            tally.from_other_isp,
+            tally.from_cloud,
+            tally.failed,
+            tally.fell_back,
+            tally.unanswered,
+        ];
+        assert_eq!(counts, [5, 1, 1, 2, 1, 2, 1]);
+        assert_eq!(tally.delivered_s, 10.0);
+        assert_eq!(tally.late_s, 1.25);
+    }
 }
