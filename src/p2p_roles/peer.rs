@@ -8,7 +8,7 @@
 //! tracker, stops serving and writes its summary.
 //!
 //! Writes `summary.json` (plays, replays, downloads by source, stalls, uploads) and
-//! `downloads.csv` (one row per download).
+//! `downloads.csv` (one row per download, up to `MAX_RECORDS`).
 
 use super::config::PeerConfig;
 use super::messages::{Source, TrackerRequest, TrackerResponse};
@@ -133,18 +133,21 @@ impl Node {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One call to the tracker, awaited up to `TRACKER_LIMIT` in all: the wait for the
-    /// connection, which a `Stored` call may hold, counts too, so a slot's call never holds up
-    /// the play loop for longer.
+    /// One call to the tracker once the connection is free (a report waits its turn: the
+    /// tracker applies reports as changes, so none may be dropped unsent); connecting and the
+    /// answer are each awaited up to `TRACKER_LIMIT`.
     async fn call(&self, request: &TrackerRequest) -> Option<TrackerResponse> {
         let port = self.config.control_port;
-        let call = async {
-            let mut tracker = self.tracker.lock().await;
-            tracker
-                .call(port, &self.identity, request, TRACKER_LIMIT)
-                .await
-        };
-        tokio::time::timeout(TRACKER_LIMIT, call)
+        let mut tracker = self.tracker.lock().await;
+        tracker
+            .call(port, &self.identity, request, TRACKER_LIMIT)
+            .await
+    }
+
+    /// A slot's call, awaited up to `TRACKER_LIMIT` in all, the wait behind the peer's queued
+    /// reports included, so that it never holds up the play loop for longer; then the cloud.
+    async fn slot_call(&self, request: &TrackerRequest) -> Option<TrackerResponse> {
+        tokio::time::timeout(TRACKER_LIMIT, self.call(request))
             .await
             .ok()
             .flatten()
@@ -273,7 +276,8 @@ struct Totals {
     peer_fallbacks: u64,
     /// Downloads asked of the cloud because the tracker's answer did not come within
     /// `TRACKER_LIMIT` (or the call failed): the tracker may have counted them as sent to a
-    /// peer. A peer whose link is busy uploading can wait that long for its request to leave.
+    /// peer. A peer whose link is busy uploading can wait that long for its request to leave,
+    /// or behind its own reports for its request to be sent at all.
     tracker_unanswered: u64,
     failed_downloads: u64,
     /// Downloads still under way when the summary was written (after the last slot, it waits
@@ -397,7 +401,7 @@ async fn play(node: Arc<Node>) -> Result<Played, String> {
             playing: now.is_some(),
             want,
         };
-        let answer = node.call(&slot_report).await;
+        let answer = node.slot_call(&slot_report).await;
         if let Some(chunk) = want {
             let source = match answer {
                 Some(TrackerResponse::Slot { source }) => source,
