@@ -104,6 +104,11 @@ pub fn tracker(table: &Table) -> Result<TrackerConfig, String> {
     if peers.len() > 4096 {
         return keys.fail("peers", "at most 4096 peers");
     }
+    // The tracker knows a caller by its certificate's name: a second entry could never report.
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = peers.iter().find(|p| !seen.insert(p.as_str())) {
+        return keys.fail("peers", format!("`{twice}` is listed twice"));
+    }
     let upload = keys.numbers("upload")?;
     let isps = upload.len();
     if let Some(m) = upload.iter().position(|&u| u <= 0.0) {
@@ -233,6 +238,12 @@ pub fn peer(table: &Table) -> Result<PeerConfig, String> {
     }
     let tracker = keys.string("tracker")?.unwrap_or("tracker");
     let cloud = keys.string("cloud")?.unwrap_or("cloud");
+    let fetch_timeout = keys
+        .duration("fetch_timeout")?
+        .unwrap_or(Duration::from_secs(10));
+    if !(Duration::from_millis(100)..=Duration::from_secs(600)).contains(&fetch_timeout) {
+        return keys.fail("fetch_timeout", "must be 100ms to 600s");
+    }
     Ok(PeerConfig {
         tracker: keys.node_name("tracker", tracker)?,
         cloud: keys.node_name("cloud", cloud)?,
@@ -244,9 +255,7 @@ pub fn peer(table: &Table) -> Result<PeerConfig, String> {
         port: keys.port("port", 80)?,
         cloud_port: keys.port("cloud_port", 80)?,
         control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
-        fetch_timeout: keys
-            .duration("fetch_timeout")?
-            .unwrap_or(Duration::from_secs(10)),
+        fetch_timeout,
         seed: keys.integer("seed")?.unwrap_or(1),
     })
 }
@@ -279,4 +288,35 @@ pub fn cloud(table: &Table) -> Result<CloudConfig, String> {
         port: keys.port("port", 80)?,
         record_every,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_listed_twice_is_refused() {
+        let table: Table = r#"peers = ["i1-1", "i2-1", "i1-1"]"#.parse().expect("TOML");
+        let refused = tracker(&table).expect_err("a peer listed twice");
+        assert!(
+            refused.contains("`peers`") && refused.contains("`i1-1` is listed twice"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_fetch_timeout_out_of_range_is_refused_and_the_default_taken() {
+        for timeout in ["0s", "601s"] {
+            let table: Table = format!("fetch_timeout = \"{timeout}\"")
+                .parse()
+                .expect("TOML");
+            let refused = peer(&table).expect_err(timeout);
+            assert!(
+                refused.contains("`fetch_timeout`") && refused.contains("must be 100ms to 600s"),
+                "{timeout}: {refused}"
+            );
+        }
+        let default = peer(&Table::new()).expect("every key has a default");
+        assert_eq!(default.fetch_timeout, Duration::from_secs(10));
+    }
 }

@@ -158,19 +158,26 @@ impl Node {
         self.origin + self.config.catalogue.slot * u32::try_from(slot).unwrap_or(u32::MAX)
     }
 
-    /// Fetches `chunk` from `url`; the body must be the chunk's size.
+    /// Fetches `chunk` from `url`; the body must be the chunk's size. A sender that says or
+    /// sends more is cut off there: the body is counted, not kept.
     async fn fetch(&self, url: &str) -> Result<(), String> {
-        let response = self.http.get(url).send().await.map_err(|e| e.to_string())?;
+        let size = self.config.catalogue.chunk_size;
+        let mut response = self.http.get(url).send().await.map_err(|e| e.to_string())?;
         if response.status() != reqwest::StatusCode::OK {
             return Err(format!("{url}: status {}", response.status()));
         }
-        let body = response.bytes().await.map_err(|e| e.to_string())?;
-        if body.len() as u64 != self.config.catalogue.chunk_size {
-            return Err(format!(
-                "{url}: {} bytes, not {}",
-                body.len(),
-                self.config.catalogue.chunk_size
-            ));
+        if let Some(length) = response.content_length().filter(|&l| l != size) {
+            return Err(format!("{url}: Content-Length {length}, not {size}"));
+        }
+        let mut received = 0u64;
+        while let Some(piece) = response.chunk().await.map_err(|e| e.to_string())? {
+            received += piece.len() as u64;
+            if received > size {
+                return Err(format!("{url}: more than {size} bytes"));
+            }
+        }
+        if received != size {
+            return Err(format!("{url}: {received} bytes, not {size}"));
         }
         Ok(())
     }
