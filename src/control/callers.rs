@@ -1,7 +1,8 @@
 //! Who may call a control service. `serve` takes a service's [`Callers`] and checks the node
-//! name in the caller's verified certificate on every call before the handler runs, so no
-//! service can forget the check, and none can be fooled by what a message claims: who sent it
-//! is never read from the body.
+//! name in the caller's verified certificate on every connection, before any request is read,
+//! so no service can forget the check, none can be fooled by what a message claims (who sent
+//! it is never read from the body), and a node that may not call cannot make a server read or
+//! hold anything.
 
 use super::identity::PeerName;
 use std::fmt;

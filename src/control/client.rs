@@ -4,7 +4,7 @@
 
 use super::codec;
 use super::identity::Identity;
-use super::server::{BAD_REQUEST, BAD_RESPONSE};
+use super::server::{BAD_REQUEST, BAD_RESPONSE, REFUSED};
 use super::tls;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -76,8 +76,8 @@ impl Client {
     }
 
     /// Sends `request` and returns the server's response. Errors name the server and say
-    /// whether the server refused the request (`PermissionDenied`: this node may not call it),
-    /// the connection failed, or time ran out.
+    /// whether the server refused this node (`PermissionDenied`: it may not call the service,
+    /// and the connection is closed for good), the connection failed, or time ran out.
     pub async fn call<Req, Resp>(&self, request: &Req) -> io::Result<Resp>
     where
         Req: Serialize,
@@ -89,12 +89,9 @@ impl Client {
             send.write_all(&frame).await.map_err(explain_write)?;
             send.finish()
                 .map_err(|e| io::Error::new(io::ErrorKind::BrokenPipe, e))?;
-            codec::read_frame::<Result<Resp, String>, _>(&mut recv)
+            codec::read_frame::<Resp, _>(&mut recv)
                 .await
-                .map_err(explain_read)?
-                .map_err(|why| {
-                    io::Error::new(io::ErrorKind::PermissionDenied, format!("refused: {why}"))
-                })
+                .map_err(explain_read)
         };
         within(self.timeout, exchange)
             .await
@@ -109,8 +106,17 @@ impl Client {
     }
 
     /// Names the server, and why the connection closed if it did: quinn's stream errors say
-    /// only "connection lost", which hides a refused certificate.
+    /// only "connection lost", which hides a refused certificate or caller.
     fn context(&self, e: io::Error) -> io::Error {
+        if let Some(why) = self.refusal() {
+            return io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "control call to node `{}` at {}: refused: {why}",
+                    self.server, self.addr
+                ),
+            );
+        }
         let why = match self.connection.close_reason() {
             Some(reason) if !e.to_string().contains(&reason.to_string()) => format!(" ({reason})"),
             _ => String::new(),
@@ -122,6 +128,18 @@ impl Client {
                 self.server, self.addr
             ),
         )
+    }
+
+    /// The server's reason, if it closed the connection because this node may not call it.
+    fn refusal(&self) -> Option<String> {
+        match self.connection.close_reason()? {
+            quinn::ConnectionError::ApplicationClosed(close)
+                if close.error_code == REFUSED.into() =>
+            {
+                Some(String::from_utf8_lossy(&close.reason).into_owned())
+            }
+            _ => None,
+        }
     }
 }
 

@@ -15,6 +15,7 @@ mod callers;
 mod certs;
 mod client;
 mod codec;
+mod connections;
 mod identity;
 mod server;
 mod tls;

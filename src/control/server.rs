@@ -1,12 +1,19 @@
-//! The answering side: accepts lab peers, and on each bidirectional stream reads one request,
-//! checks that the caller's node may call this service, passes the request with the caller's
-//! node name to the handler, and writes back the response — or the refusal.
+//! The answering side: accepts lab peers, checks once per connection, right after the
+//! handshake, that the caller's node may call this service, and then on each bidirectional
+//! stream reads one request, passes it with the caller's node name to the handler, and writes
+//! back the response.
 //!
-//! A response frame is a `Result<Resp, String>`: `Err` is the refusal of a caller the service
-//! does not allow, which the client turns into a `PermissionDenied` error naming the reason.
+//! A caller the service does not allow gets its connection closed with [`REFUSED`] and the
+//! reason, which the client turns into a `PermissionDenied` error; not one byte of its requests
+//! is read. What an allowed caller can make a server hold is bounded too: its connections
+//! ([`Limits::connections_per_node`]), the calls open on each
+//! ([`Limits::calls_per_connection`]), and the time each request and response may take on the
+//! wire ([`Limits::transfer`]).
+//!
 
 use super::callers::Callers;
 use super::codec;
+use super::connections::Connections;
 use super::identity::{Identity, PeerName};
 use super::tls;
 use serde::de::DeserializeOwned;
@@ -15,14 +22,44 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::task::JoinHandle;
 
 /// The stream error code a server resets a call with when it cannot read the request (too
-/// large, undecodable, cut short), so the caller gets an answer instead of a timeout.
+/// large, undecodable, cut short, or not sent in time), so the caller gets an answer instead
+/// of a timeout.
 pub(crate) const BAD_REQUEST: u32 = 1;
 
-/// The stream error code for a response the server could not encode (over the frame limit).
+/// The stream error code for a response the server could not send: over the frame limit, or
+/// not taken by the caller within [`Limits::transfer`].
 pub(crate) const BAD_RESPONSE: u32 = 2;
+
+/// The connection close code for a caller the service does not allow; the close reason says
+/// why.
+pub(crate) const REFUSED: u32 = 3;
+
+/// What one server lets an allowed caller make it hold.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// How long a caller may take to send one request, and the server to send one response.
+    /// Control messages are small; a stream that takes longer is a stalled or hostile peer.
+    pub transfer: Duration,
+    /// Calls open at once on one connection; a client's further calls wait for a free one.
+    pub calls_per_connection: u32,
+    /// Connections one node may hold; a newer one closes its oldest.
+    pub connections_per_node: usize,
+}
+
+impl Limits {
+    /// Far above what a lab's roles use (one kept connection per peer, a few calls at once),
+    /// far below what would let one node exhaust a server: a node can make it buffer at most
+    /// `connections_per_node × calls_per_connection` requests of up to `MAX_FRAME` each.
+    pub(crate) const DEFAULT: Limits = Limits {
+        transfer: Duration::from_secs(30),
+        calls_per_connection: 16,
+        connections_per_node: 8,
+    };
+}
 
 /// A running server. Dropping it stops accepting and closes every connection.
 #[derive(Debug)]
@@ -30,6 +67,8 @@ pub struct ServerHandle {
     endpoint: quinn::Endpoint,
     accept: JoinHandle<()>,
     local_addr: SocketAddr,
+    #[cfg(test)]
+    pub(crate) connections: Arc<Connections>,
 }
 
 impl ServerHandle {
@@ -68,7 +107,29 @@ where
     F: Fn(PeerName, Req) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Resp> + Send + 'static,
 {
-    let config = tls::server_config(id)?;
+    serve_with(bind, id, callers, handler, Limits::DEFAULT).await
+}
+
+/// `serve` with other limits (tests use short ones).
+pub(crate) async fn serve_with<Req, Resp, F, Fut>(
+    bind: SocketAddr,
+    id: &Identity,
+    callers: Callers,
+    handler: F,
+    limits: Limits,
+) -> io::Result<ServerHandle>
+where
+    Req: DeserializeOwned + Send + 'static,
+    Resp: Serialize + Send + 'static,
+    F: Fn(PeerName, Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Resp> + Send + 'static,
+{
+    let mut config = tls::server_config(id)?;
+    let mut transport = quinn::TransportConfig::default();
+    transport
+        .max_concurrent_bidi_streams(limits.calls_per_connection.into())
+        .max_concurrent_uni_streams(0u8.into());
+    config.transport_config(Arc::new(transport));
     let endpoint = quinn::Endpoint::server(config, bind).map_err(|e| {
         io::Error::new(
             e.kind(),
@@ -83,7 +144,11 @@ where
         node: id.node().to_string(),
         callers,
         handler,
+        limits,
+        connections: Arc::default(),
     });
+    #[cfg(test)]
+    let connections = service.connections.clone();
     let accepting = endpoint.clone();
     let accept = tokio::spawn(async move {
         while let Some(incoming) = accepting.accept().await {
@@ -94,18 +159,24 @@ where
         endpoint,
         accept,
         local_addr,
+        #[cfg(test)]
+        connections,
     })
 }
 
-/// What every call of one server needs: who serves, who may call, and the handler.
+/// What every call of one server needs: who serves, who may call, the handler, and the
+/// limits on what callers make it hold.
 struct Service<F> {
     node: String,
     callers: Callers,
     handler: F,
+    limits: Limits,
+    connections: Arc<Connections>,
 }
 
-/// Completes the handshake (where strangers are refused) and serves the connection's calls
-/// until the peer goes away.
+/// Completes the handshake (where strangers are refused), checks the caller (closing the
+/// connection of one the service does not allow), and serves the connection's calls until
+/// the peer goes away.
 async fn serve_connection<Req, Resp, F, Fut>(incoming: quinn::Incoming, service: Arc<Service<F>>)
 where
     Req: DeserializeOwned + Send + 'static,
@@ -124,6 +195,15 @@ where
         );
         return;
     };
+    if let Err(why) = service.callers.check(&peer) {
+        tracing::warn!(node = %service.node, peer = %peer, "control connection refused: {why}");
+        connection.close(REFUSED.into(), why.as_bytes());
+        return;
+    }
+    let _registration =
+        service
+            .connections
+            .register(&peer, &connection, service.limits.connections_per_node);
     while let Ok((send, recv)) = connection.accept_bi().await {
         tokio::spawn(serve_call(send, recv, peer.clone(), service.clone()));
     }
@@ -140,28 +220,25 @@ async fn serve_call<Req, Resp, F, Fut>(
     F: Fn(PeerName, Req) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Resp> + Send + 'static,
 {
-    let request = match codec::read_frame::<Req, _>(&mut recv).await {
-        Ok(request) => request,
-        Err(_) => {
-            // Errors on an already closed stream change nothing: the caller is gone.
-            let _ = recv.stop(BAD_REQUEST.into());
-            let _ = send.reset(BAD_REQUEST.into());
-            return;
-        }
+    let transfer = service.limits.transfer;
+    let read = tokio::time::timeout(transfer, codec::read_frame::<Req, _>(&mut recv)).await;
+    let Ok(Ok(request)) = read else {
+        // Errors on an already closed stream change nothing: the caller is gone.
+        let _ = recv.stop(BAD_REQUEST.into());
+        let _ = send.reset(BAD_REQUEST.into());
+        return;
     };
-    let answer = match service.callers.check(&peer) {
-        Ok(()) => Ok((service.handler)(peer, request).await),
-        Err(why) => {
-            tracing::warn!(node = %service.node, peer = %peer, "control call refused: {why}");
-            Err(why)
-        }
-    };
-    match codec::encode::<Result<Resp, String>>(&answer) {
-        Ok(frame) => {
-            if send.write_all(&frame).await.is_ok() {
+    let answer = (service.handler)(peer, request).await;
+    match codec::encode(&answer) {
+        Ok(frame) => match tokio::time::timeout(transfer, send.write_all(&frame)).await {
+            Ok(Ok(())) => {
                 let _ = send.finish();
             }
-        }
+            // A caller that stopped reading: give up the stream rather than wait on it.
+            Ok(Err(_)) | Err(_) => {
+                let _ = send.reset(BAD_RESPONSE.into());
+            }
+        },
         Err(_) => {
             // A response too large to send: the caller sees the reset, not a hang.
             let _ = send.reset(BAD_RESPONSE.into());

@@ -1,7 +1,7 @@
 //! End-to-end tests on loopback: real QUIC, real certificates from `issue_lab_certs`.
 
 use super::identity::Identity;
-use super::server::BAD_REQUEST;
+use super::server::{serve_with, Limits, BAD_REQUEST, BAD_RESPONSE, REFUSED};
 use super::{
     issue_lab_certs, serve, tls, Callers, Client, PeerName, ServerHandle, ALPN, MAX_FRAME,
 };
@@ -167,8 +167,9 @@ async fn a_lab_node_the_service_does_not_name_is_refused_before_the_handler() {
             "{text}"
         );
         assert_eq!(calls.load(Ordering::SeqCst), 0, "the handler never ran");
-        // The refused connection stays usable (and refused); a named caller is served.
-        assert!(client.call::<_, Response>(&request).await.is_err());
+        // The refused connection stays refused; a named caller is served.
+        let again = client.call::<_, Response>(&request).await.unwrap_err();
+        assert_eq!(again.kind(), io::ErrorKind::PermissionDenied, "{again}");
         let drr = Identity::load(&dir.0, "drr").unwrap();
         let allowed = Client::connect(server.local_addr(), "urr", &drr)
             .await
@@ -176,6 +177,273 @@ async fn a_lab_node_the_service_does_not_name_is_refused_before_the_handler() {
         let answer: Response = allowed.call(&request).await.unwrap();
         assert_eq!(answer, Response::Accepted(1));
         assert_eq!(calls.load(Ordering::SeqCst), 1);
+    })
+    .await;
+}
+
+/// Makes calls `0..n` on `client` all at once, and checks each was answered with ten times
+/// its number.
+async fn calls_at_once(client: Arc<Client>, n: u32) {
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let client = client.clone();
+        calls.spawn(async move { (i, client.call::<u32, u32>(&i).await) });
+    }
+    let mut answered = 0;
+    while let Some(joined) = calls.join_next().await {
+        let (i, answer) = joined.unwrap();
+        assert_eq!(answer.unwrap(), i * 10);
+        answered += 1;
+    }
+    assert_eq!(answered, n);
+}
+
+/// A raw QUIC connection to `server` as `id`, for tests that write frames by hand, with the
+/// endpoint it needs kept alive beside it.
+async fn raw_connection(
+    server: &ServerHandle,
+    id: &Identity,
+) -> (quinn::Endpoint, quinn::Connection) {
+    let endpoint = quinn::Endpoint::client(loopback()).unwrap();
+    let connection = endpoint
+        .connect_with(tls::client_config(id).unwrap(), server.local_addr(), "urr")
+        .unwrap()
+        .await
+        .unwrap();
+    (endpoint, connection)
+}
+
+/// The refusal comes before the server reads anything: a node that may not call gets its
+/// connection closed even while its request is still arriving, so it cannot make the server
+/// buffer up to `MAX_FRAME` per stream.
+#[tokio::test]
+async fn a_refused_node_is_closed_out_before_its_request_is_read() {
+    bounded(async {
+        let dir = lab("early");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let server = location_server(&Identity::load(&dir.0, "urr").unwrap(), calls.clone()).await;
+        let intruder = Identity::load(&dir.0, "client1").unwrap();
+        let (_endpoint, connection) = raw_connection(&server, &intruder).await;
+        // A frame that announces the largest payload and sends a few bytes of it, unfinished:
+        // a server that read before checking would wait here until the caller gave up.
+        let (mut send, mut recv) = connection.open_bi().await.unwrap();
+        send.write_all(&(MAX_FRAME as u32).to_be_bytes())
+            .await
+            .unwrap();
+        let _ = send.write_all(&[0; 1000]).await;
+        match recv.read_to_end(64).await {
+            Err(quinn::ReadToEndError::Read(quinn::ReadError::ConnectionLost(
+                quinn::ConnectionError::ApplicationClosed(close),
+            ))) => {
+                assert_eq!(close.error_code, REFUSED.into());
+                let reason = String::from_utf8_lossy(&close.reason).into_owned();
+                assert!(
+                    reason.contains("node client1 may not call the location service"),
+                    "{reason}"
+                );
+            }
+            other => panic!("expected the connection closed as refused, got {other:?}"),
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+        assert_eq!(server.connections.count("client1"), 0, "never registered");
+    })
+    .await;
+}
+
+/// Short limits, for the tests of what an allowed caller can make a server hold.
+fn tight(limits: impl FnOnce(&mut Limits)) -> Limits {
+    let mut tight = Limits::DEFAULT;
+    limits(&mut tight);
+    tight
+}
+
+/// A request that stops arriving holds its stream only until the transfer limit: the caller
+/// gets a reset, and the stream is free again (with one call per connection, the next call on
+/// the same connection could not start otherwise).
+#[tokio::test]
+async fn a_request_that_stalls_is_reset_and_frees_its_stream() {
+    bounded(async {
+        let dir = lab("stall");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let limits = tight(|l| {
+            l.transfer = Duration::from_millis(300);
+            l.calls_per_connection = 1;
+        });
+        let counted = calls.clone();
+        let server = serve_with(
+            loopback(),
+            &Identity::load(&dir.0, "urr").unwrap(),
+            anyone(),
+            move |_peer: PeerName, n: u32| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async move { n + 1 }
+            },
+            limits,
+        )
+        .await
+        .unwrap();
+        let (_endpoint, connection) =
+            raw_connection(&server, &Identity::load(&dir.0, "drr").unwrap()).await;
+        let (mut send, mut recv) = connection.open_bi().await.unwrap();
+        send.write_all(&100u32.to_be_bytes()).await.unwrap();
+        send.write_all(&[0; 10]).await.unwrap();
+        match recv.read_to_end(64).await {
+            Err(quinn::ReadToEndError::Read(quinn::ReadError::Reset(code))) => {
+                assert_eq!(code, BAD_REQUEST.into())
+            }
+            other => panic!("expected a reset with BAD_REQUEST, got {other:?}"),
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+        // The caller's side of the stream ends as a client's does when its call fails.
+        drop(send);
+        let (mut send, mut recv) = connection.open_bi().await.unwrap();
+        send.write_all(&super::codec::encode(&41u32).unwrap())
+            .await
+            .unwrap();
+        send.finish().unwrap();
+        let answer: u32 = super::codec::read_frame(&mut recv).await.unwrap();
+        assert_eq!(answer, 42);
+    })
+    .await;
+}
+
+/// A caller that never takes its response holds its stream only until the transfer limit.
+#[tokio::test]
+async fn a_response_the_caller_does_not_take_is_reset() {
+    bounded(async {
+        let dir = lab("untaken");
+        let limits = tight(|l| l.transfer = Duration::from_millis(300));
+        // Far more than QUIC's stream window, so the server's write blocks on the caller.
+        let server = serve_with(
+            loopback(),
+            &Identity::load(&dir.0, "urr").unwrap(),
+            anyone(),
+            |_peer: PeerName, n: u32| async move { vec![7u8; n as usize] },
+            limits,
+        )
+        .await
+        .unwrap();
+        let (_endpoint, connection) =
+            raw_connection(&server, &Identity::load(&dir.0, "drr").unwrap()).await;
+        let (mut send, mut recv) = connection.open_bi().await.unwrap();
+        send.write_all(&super::codec::encode(&(8u32 << 20)).unwrap())
+            .await
+            .unwrap();
+        send.finish().unwrap();
+        // Long past the limit, even on a loaded machine, before the caller reads at all.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let mut got = 0usize;
+        let mut buf = vec![0; 64 << 10];
+        let end = loop {
+            match recv.read(&mut buf).await {
+                Ok(Some(n)) => got += n,
+                other => break other,
+            }
+        };
+        match end {
+            Err(quinn::ReadError::Reset(code)) => assert_eq!(code, BAD_RESPONSE.into()),
+            other => panic!("expected a reset with BAD_RESPONSE after {got} bytes, got {other:?}"),
+        }
+        assert!(got < 8 << 20, "the whole response arrived: {got} bytes");
+    })
+    .await;
+}
+
+/// Calls beyond a connection's share wait for a free stream instead of piling up in the server.
+#[tokio::test]
+async fn calls_beyond_a_connections_share_wait_their_turn() {
+    const CALLS: u32 = 12;
+    const SHARE: u32 = 4;
+    bounded(async {
+        let dir = lab("share");
+        let inside = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let (now, peak) = (inside.clone(), most.clone());
+        let server = serve_with(
+            loopback(),
+            &Identity::load(&dir.0, "urr").unwrap(),
+            anyone(),
+            move |_peer: PeerName, n: u32| {
+                let (now, peak) = (now.clone(), peak.clone());
+                async move {
+                    let here = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(here, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    now.fetch_sub(1, Ordering::SeqCst);
+                    n * 10
+                }
+            },
+            tight(|l| l.calls_per_connection = SHARE),
+        )
+        .await
+        .unwrap();
+        let drr = Identity::load(&dir.0, "drr").unwrap();
+        let client = Arc::new(
+            Client::connect(server.local_addr(), "urr", &drr)
+                .await
+                .unwrap(),
+        );
+        calls_at_once(client, CALLS).await;
+        let peak = most.load(Ordering::SeqCst);
+        assert!(peak <= SHARE as usize, "{peak} calls inside at once");
+    })
+    .await;
+}
+
+/// A node over its share of connections loses its oldest, not its newest, and the server
+/// forgets connections once they close.
+#[tokio::test]
+async fn a_node_over_its_connection_share_loses_its_oldest() {
+    bounded(async {
+        let dir = lab("conns");
+        let server = serve_with(
+            loopback(),
+            &Identity::load(&dir.0, "urr").unwrap(),
+            anyone(),
+            |_peer: PeerName, n: u32| async move { n + 1 },
+            tight(|l| l.connections_per_node = 2),
+        )
+        .await
+        .unwrap();
+        let (drr, dcs1) = (
+            Identity::load(&dir.0, "drr").unwrap(),
+            Identity::load(&dir.0, "dcs1").unwrap(),
+        );
+        let other = Client::connect(server.local_addr(), "urr", &dcs1)
+            .await
+            .unwrap();
+        assert_eq!(other.call::<u32, u32>(&0).await.unwrap(), 1);
+        let mut clients = Vec::new();
+        for n in 0..3u32 {
+            let client = Client::connect(server.local_addr(), "urr", &drr)
+                .await
+                .unwrap();
+            // The call makes sure the server has registered this connection before the next.
+            assert_eq!(client.call::<u32, u32>(&n).await.unwrap(), n + 1);
+            clients.push(client);
+        }
+        let err = clients[0].call::<u32, u32>(&9).await.unwrap_err();
+        assert_ne!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        assert!(
+            err.to_string()
+                .contains("replaced by a newer connection from the same node"),
+            "{err}"
+        );
+        assert_eq!(clients[1].call::<u32, u32>(&1).await.unwrap(), 2);
+        assert_eq!(clients[2].call::<u32, u32>(&2).await.unwrap(), 3);
+        assert_eq!(
+            other.call::<u32, u32>(&5).await.unwrap(),
+            6,
+            "other nodes keep theirs"
+        );
+        assert_eq!(server.connections.count("drr"), 2);
+        for client in clients {
+            client.close().await;
+        }
+        while server.connections.count("drr") > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(server.connections.count("dcs1"), 1);
     })
     .await;
 }
@@ -331,16 +599,7 @@ async fn an_oversized_frame_is_refused_and_the_connection_still_serves() {
 
         // A raw stream announcing one byte over the limit, then nothing more: were the length
         // trusted, the server would wait for 16 MiB that never come.
-        let endpoint = quinn::Endpoint::client(loopback()).unwrap();
-        let connection = endpoint
-            .connect_with(
-                tls::client_config(&drr).unwrap(),
-                server.local_addr(),
-                "urr",
-            )
-            .unwrap()
-            .await
-            .unwrap();
+        let (_endpoint, connection) = raw_connection(&server, &drr).await;
         let (mut send, mut recv) = connection.open_bi().await.unwrap();
         send.write_all(&(MAX_FRAME as u32 + 1).to_be_bytes())
             .await
@@ -358,8 +617,8 @@ async fn an_oversized_frame_is_refused_and_the_connection_still_serves() {
         let frame = super::codec::encode(&Request::Offload(vec![9])).unwrap();
         send.write_all(&frame).await.unwrap();
         send.finish().unwrap();
-        let answer: Result<Response, String> = super::codec::read_frame(&mut recv).await.unwrap();
-        assert_eq!(answer, Ok(Response::Accepted(1)));
+        let answer: Response = super::codec::read_frame(&mut recv).await.unwrap();
+        assert_eq!(answer, Response::Accepted(1));
 
         // And a client never sends an oversized request in the first place.
         let client = Client::connect(server.local_addr(), "urr", &drr)
@@ -424,18 +683,7 @@ async fn concurrent_calls_on_one_connection_are_served_together() {
                 .unwrap()
                 .with_timeout(Duration::from_secs(5)),
         );
-        let mut calls = tokio::task::JoinSet::new();
-        for n in 0..CALLS as u32 {
-            let client = client.clone();
-            calls.spawn(async move { (n, client.call::<u32, u32>(&n).await) });
-        }
-        let mut answered = 0;
-        while let Some(joined) = calls.join_next().await {
-            let (n, answer) = joined.unwrap();
-            assert_eq!(answer.unwrap(), n * 10);
-            answered += 1;
-        }
-        assert_eq!(answered, CALLS);
+        calls_at_once(client, CALLS as u32).await;
     })
     .await;
 }

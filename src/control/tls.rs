@@ -11,8 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The ALPN protocol both ends insist on, so a QUIC peer speaking something else (HTTP/3, an
-/// older version of these frames) is turned away at the handshake.
-pub const ALPN: &[u8] = b"cdnlab-control/1";
+/// older version of these frames) is turned away at the handshake. Version 2: a response
+/// frame is the response alone (version 1 wrapped it in a refusal, which now closes the
+/// connection instead).
+pub const ALPN: &[u8] = b"cdnlab-control/2";
 
 /// How often a client pings an idle connection. Control connections sit idle between reports
 /// for longer than QUIC's idle timeout (30 s by default); pings keep them open.
