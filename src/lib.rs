@@ -42,6 +42,7 @@ pub mod pricing;
 pub mod probe;
 #[cfg(test)]
 mod props;
+mod regular_file;
 pub mod replication;
 pub mod role_configs;
 pub mod roles;

@@ -36,9 +36,9 @@ impl LineTail {
     }
 
     /// The lines completed since the last look, without their newlines (invalid UTF-8
-    /// replaced), or `None` while the file does not exist.
+    /// replaced), or `None` while the file does not exist (or is not a regular file).
     pub fn next_lines(&mut self) -> Option<Vec<String>> {
-        let mut file = std::fs::File::open(&self.path).ok()?;
+        let mut file = crate::regular_file::open_regular(&self.path).ok()?;
         let mut appended = Vec::new();
         if file.seek(SeekFrom::Start(self.read)).is_err()
             || file.take(MAX_READ).read_to_end(&mut appended).is_err()

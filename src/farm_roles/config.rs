@@ -26,10 +26,7 @@ impl Model {
     const KEYS: [&'static str; 5] = ["contents", "alpha", "rho", "service", "object_size"];
 
     fn read(keys: &Keys) -> Result<Model, String> {
-        let contents = keys.count("contents")?.unwrap_or(50);
-        if contents == 0 {
-            return keys.fail("contents", "must be at least 1");
-        }
+        let contents = contents(keys)?;
         let alpha = keys.number("alpha")?.unwrap_or(0.8);
         if !(alpha.is_finite() && alpha >= 0.0) {
             return keys.fail("alpha", "must be a number ≥ 0");
@@ -73,6 +70,43 @@ impl Model {
             };
             keys.fail(key, e)
         })
+    }
+}
+
+/// The most contents a farm's catalog holds: the model's state grows with it (and with m·d,
+/// which the caps on `servers` and `slots` bound).
+const MAX_CONTENTS: usize = 1_000_000;
+
+/// The most slots one server has.
+const MAX_SLOTS: usize = 1024;
+
+/// `contents`, n: the catalog's size, which the dispatcher's model, the load and the data
+/// center must agree on.
+fn contents(keys: &Keys) -> Result<usize, String> {
+    let contents = keys.count("contents")?.unwrap_or(50);
+    if !(1..=MAX_CONTENTS).contains(&contents) {
+        return keys.fail("contents", format!("must be 1 to {MAX_CONTENTS}"));
+    }
+    Ok(contents)
+}
+
+/// `slots`, d, when given: the contents each server stores.
+fn slots(keys: &Keys) -> Result<Option<usize>, String> {
+    match keys.count("slots")? {
+        Some(d) if !(1..=MAX_SLOTS).contains(&d) => {
+            keys.fail("slots", format!("must be 1 to {MAX_SLOTS}"))
+        }
+        d => Ok(d),
+    }
+}
+
+/// A time limit at `key`: `default` when absent, and 100ms to 600s when given (`0s` would fail
+/// every request at once, with no word of why).
+fn limit(keys: &Keys, key: &str, default: Duration) -> Result<Duration, String> {
+    match keys.duration(key)? {
+        None => Ok(default),
+        Some(d) if (Duration::from_millis(100)..=Duration::from_secs(600)).contains(&d) => Ok(d),
+        Some(_) => keys.fail(key, "must be 100ms to 600s"),
     }
 }
 
@@ -136,14 +170,8 @@ pub fn dispatcher(table: &Table) -> Result<DispatcherConfig, String> {
     known.extend(Model::KEYS);
     keys.only(&known, "role farm-dispatcher")?;
     let model = Model::read(&keys)?;
-    let servers = keys.items("servers")?;
-    if servers.is_empty() {
-        return keys.fail("servers", "is required: the farm's server nodes");
-    }
-    if servers.len() > 4096 {
-        return keys.fail("servers", "at most 4096 servers");
-    }
-    let slots = match keys.count("slots")? {
+    let servers = keys.node_names("servers", 4096)?;
+    let slots = match slots(&keys)? {
         Some(d) => d,
         None => return keys.fail("slots", "is required: d, the contents each server stores"),
     };
@@ -212,10 +240,7 @@ pub fn server(table: &Table) -> Result<ServerConfig, String> {
         ],
         "role farm-server",
     )?;
-    let slots = keys.count("slots")?.unwrap_or(8);
-    if !(1..=1024).contains(&slots) {
-        return keys.fail("slots", "must be 1 to 1024");
-    }
+    let slots = slots(&keys)?.unwrap_or(8);
     let (service, object_size) = service_and_size(&keys)?;
     Ok(ServerConfig {
         dispatcher: name(&keys, "dispatcher", "dispatcher")?,
@@ -225,9 +250,7 @@ pub fn server(table: &Table) -> Result<ServerConfig, String> {
         object_size,
         port: keys.port("port", 80)?,
         control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
-        fetch_timeout: keys
-            .duration("fetch_timeout")?
-            .unwrap_or(Duration::from_secs(10)),
+        fetch_timeout: limit(&keys, "fetch_timeout", Duration::from_secs(10))?,
         seed: keys.integer("seed")?.unwrap_or(1),
     })
 }
@@ -253,10 +276,7 @@ pub fn datacenter(table: &Table) -> Result<DataCenterConfig, String> {
         ],
         "role farm-datacenter",
     )?;
-    let contents = keys.count("contents")?.unwrap_or(50);
-    if contents == 0 {
-        return keys.fail("contents", "must be at least 1");
-    }
+    let contents = contents(&keys)?;
     let object_size = keys.integer("object_size")?.unwrap_or(20_000);
     if !(1..=64 << 20).contains(&object_size) {
         return keys.fail("object_size", "must be 1 byte to 64 MiB");
@@ -339,7 +359,7 @@ pub fn load(table: &Table) -> Result<LoadConfig, String> {
         servers,
         duration,
         change,
-        timeout: keys.duration("timeout")?.unwrap_or(Duration::from_secs(30)),
+        timeout: limit(&keys, "timeout", Duration::from_secs(30))?,
         seed: keys.integer("seed")?.unwrap_or(1),
     })
 }
@@ -379,6 +399,52 @@ contents = "6"
             "{FARM}slots = \"2\"\nscheme = \"lrl-virtual\""
         )));
         assert_eq!(ok.unwrap().replication.to_string(), "lrl-virtual");
+    }
+
+    /// Sizes that would make a role allocate without end, and time limits that would fail
+    /// every request, are refused by name.
+    #[test]
+    fn sizes_names_and_limits_out_of_range_are_refused() {
+        let farm = "servers = [\"s1\", \"s2\"]\nslots = \"2\"\n";
+        let cases = [
+            (
+                format!("{farm}contents = \"1000000000000\""),
+                "config key `contents`: must be 1 to 1000000",
+            ),
+            (
+                "servers = [\"s1\"]\ncontents = \"6\"\nslots = \"1000000000\"".to_string(),
+                "config key `slots`: must be 1 to 1024",
+            ),
+            (
+                "servers = [\"s1\", \"s1\"]\nslots = \"2\"\ncontents = \"3\"".to_string(),
+                "config key `servers`: `s1` is listed twice",
+            ),
+            (
+                "servers = [\"s1\", \"evil.example/x\"]\nslots = \"2\"\ncontents = \"3\""
+                    .to_string(),
+                "config key `servers`",
+            ),
+        ];
+        for (text, want) in cases {
+            let error = dispatcher(&table(&text)).unwrap_err();
+            assert!(error.starts_with(want), "{text}: {error}");
+        }
+        let error = datacenter(&table("contents = \"0\"")).unwrap_err();
+        assert!(error.starts_with("config key `contents`"), "{error}");
+        for timeout in ["0s", "601s"] {
+            let error = server(&table(&format!("fetch_timeout = \"{timeout}\""))).unwrap_err();
+            assert!(
+                error.starts_with("config key `fetch_timeout`: must be 100ms to 600s"),
+                "{error}"
+            );
+            let error =
+                load(&table(&format!("servers = \"4\"\ntimeout = \"{timeout}\""))).unwrap_err();
+            assert!(error.starts_with("config key `timeout`"), "{error}");
+        }
+        assert_eq!(
+            server(&table("")).unwrap().fetch_timeout,
+            Duration::from_secs(10)
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::cdn::hashing::hash64;
 use crate::control::{Callers, Identity};
 use crate::roles::control::load_identity;
 use crate::roles::env::NodeEnv;
+use crate::roles::fetch::exact_body;
 use crate::roles::http::any_address;
 use crate::roles::http::paced::Paced;
 use crate::roles::http::semantics::{self as http, error};
@@ -196,13 +197,13 @@ impl Server {
         });
     }
 
-    /// GETs `url` and checks the bytes are content `content`'s.
+    /// GETs `url` and checks the bytes are content `content`'s, reading no more than its size.
     async fn fetch(&self, url: &str, content: u32) -> Result<Bytes, String> {
         let response = self.http.get(url).send().await.map_err(|e| e.to_string())?;
         if !response.status().is_success() {
             return Err(format!("status {}", response.status()));
         }
-        let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+        let bytes = exact_body(response, self.config.object_size).await?;
         if bytes != expected(content, self.config.object_size) {
             return Err(format!(
                 "{} bytes that are not content {content}",
@@ -253,6 +254,11 @@ impl Server {
                     let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
                     slots.get(index).map(|s| s.as_ref().map(|s| s.content))
                 };
+                if let Source::Peer(peer) = &from {
+                    if let Err(e) = crate::topology::check_node_name(peer, "node") {
+                        return ServerResponse::Refused(format!("copy from {peer:?}: {e}"));
+                    }
+                }
                 match holds {
                     None => ServerResponse::Refused(format!("no slot {slot}")),
                     Some(held) if held.is_some() && held != Some(evict) => {

@@ -73,7 +73,7 @@ pub fn config(table: &Table) -> Result<BorderConfig, String> {
         ],
         "role icn-border",
     )?;
-    let sites = keys.items("sites")?;
+    let sites = keys.node_names("sites", super::controller::MAX_NODES)?;
     let home = match keys.string("home")? {
         Some(home) if sites.iter().any(|s| s == home) => home.to_string(),
         Some(home) => return keys.fail("home", format!("`{home}` is not one of `sites`")),

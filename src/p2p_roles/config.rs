@@ -98,17 +98,7 @@ pub fn tracker(table: &Table) -> Result<TrackerConfig, String> {
     known.extend(Catalogue::KEYS);
     keys.only(&known, "role p2p-tracker")?;
     let catalogue = Catalogue::read(&keys)?;
-    let peers = (keys.items("peers")?.iter())
-        .map(|p| keys.node_name("peers", p))
-        .collect::<Result<Vec<_>, _>>()?;
-    if peers.len() > 4096 {
-        return keys.fail("peers", "at most 4096 peers");
-    }
-    // The tracker knows a caller by its certificate's name: a second entry could never report.
-    let mut seen = std::collections::HashSet::new();
-    if let Some(twice) = peers.iter().find(|p| !seen.insert(p.as_str())) {
-        return keys.fail("peers", format!("`{twice}` is listed twice"));
-    }
+    let peers = keys.node_names("peers", 4096)?;
     let upload = keys.numbers("upload")?;
     let isps = upload.len();
     if let Some(m) = upload.iter().position(|&u| u <= 0.0) {

@@ -18,6 +18,7 @@ use crate::control::Identity;
 use crate::p2p::cache::PeerCache;
 use crate::p2p::play::Plays;
 use crate::roles::control::load_identity;
+use crate::roles::fetch::exact_body;
 use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, ServeOptions};
@@ -158,28 +159,17 @@ impl Node {
         self.origin + self.config.catalogue.slot * u32::try_from(slot).unwrap_or(u32::MAX)
     }
 
-    /// Fetches `chunk` from `url`; the body must be the chunk's size. A sender that says or
-    /// sends more is cut off there: the body is counted, not kept.
+    /// Fetches the chunk at `url`, whose body must be exactly the chunk's size
+    /// ([`exact_body`]); it is checked, not kept.
     async fn fetch(&self, url: &str) -> Result<(), String> {
-        let size = self.config.catalogue.chunk_size;
-        let mut response = self.http.get(url).send().await.map_err(|e| e.to_string())?;
+        let response = self.http.get(url).send().await.map_err(|e| e.to_string())?;
         if response.status() != reqwest::StatusCode::OK {
             return Err(format!("{url}: status {}", response.status()));
         }
-        if let Some(length) = response.content_length().filter(|&l| l != size) {
-            return Err(format!("{url}: Content-Length {length}, not {size}"));
-        }
-        let mut received = 0u64;
-        while let Some(piece) = response.chunk().await.map_err(|e| e.to_string())? {
-            received += piece.len() as u64;
-            if received > size {
-                return Err(format!("{url}: more than {size} bytes"));
-            }
-        }
-        if received != size {
-            return Err(format!("{url}: {received} bytes, not {size}"));
-        }
-        Ok(())
+        exact_body(response, self.config.catalogue.chunk_size)
+            .await
+            .map(drop)
+            .map_err(|e| format!("{url}: {e}"))
     }
 
     /// Downloads `chunk` (for slot `slot`) from the tracker's `answer` (the cloud when it did

@@ -150,6 +150,24 @@ impl<'a> Keys<'a> {
         Ok(items)
     }
 
+    /// A required list of distinct node names (see [`Keys::items`] and [`Keys::node_name`]),
+    /// at most `most` of them. A name listed twice is refused: a role knows a caller by its
+    /// certificate's name, so the second entry could never be told apart from the first.
+    pub fn node_names(&self, key: &str, most: usize) -> Result<Vec<String>, String> {
+        let names = self.items(key)?;
+        if names.len() > most {
+            return self.fail(key, format!("at most {most} nodes, not {}", names.len()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for name in &names {
+            self.node_name(key, name)?;
+            if !seen.insert(name.as_str()) {
+                return self.fail(key, format!("`{name}` is listed twice"));
+            }
+        }
+        Ok(names)
+    }
+
     /// A required list of finite numbers ≥ 0 (see [`Keys::items`]).
     pub fn numbers(&self, key: &str) -> Result<Vec<f64>, String> {
         self.items(key)?
@@ -359,5 +377,26 @@ mod tests {
             .items("absent")
             .unwrap_err()
             .contains("`absent`: is required"));
+    }
+
+    #[test]
+    fn node_name_lists_are_checked_distinct_and_bounded() {
+        let t = table(
+            "ok = ['s1', 's2']
+twice = 's1, s2, s1'
+bad = ['s1', '../x']
+many = 'a,b,c'",
+        );
+        let keys = Keys::new(&t);
+        assert_eq!(keys.node_names("ok", 2).unwrap(), ["s1", "s2"]);
+        assert!(keys
+            .node_names("twice", 8)
+            .unwrap_err()
+            .contains("`twice`: `s1` is listed twice"));
+        assert!(keys.node_names("bad", 8).unwrap_err().contains("`bad`"));
+        assert!(keys
+            .node_names("many", 2)
+            .unwrap_err()
+            .contains("`many`: at most 2 nodes, not 3"));
     }
 }

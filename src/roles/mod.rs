@@ -8,6 +8,7 @@
 //! - `config`: reading the node's TOML config table, errors naming the file, line and key.
 //! - `http`: serving HTTP (hyper, HTTP/1.1 and h2c), response bodies, HTTP semantics.
 //! - `control`: the node's control-plane identity, connecting to a peer, the default port.
+//! - `fetch`: taking a body of a known size from a peer, and no more.
 //! - `peers`: kept control-plane connections to peers, and calls to many at once.
 //! - `links`: facts about this node's links (their rates), in a lab or a container.
 //! - `rows`: a CSV a client appends to as it goes (`segments.csv`, `deadlines.csv`).
@@ -20,6 +21,7 @@
 pub mod config;
 pub mod control;
 pub mod env;
+pub mod fetch;
 pub mod http;
 pub mod links;
 pub mod peers;

@@ -155,3 +155,63 @@ pub enum TimelineAction {
         node: NodeId,
     },
 }
+
+impl Topology {
+    /// Whether a topology read back from JSON (a run's `topology.json`, which anyone may have
+    /// written or edited) holds together as `load` would have made it: node names are names,
+    /// a link has two members and a LAN at least one, and every index points at a node or
+    /// segment that exists. Readers index with them, so a bad one must stop here, named.
+    pub fn check_indices(&self) -> Result<(), String> {
+        let nodes = self.nodes.len();
+        let node = |id: NodeId, what: &str| {
+            if id < nodes {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{what} names node {id}, but there are {nodes} nodes"
+                ))
+            }
+        };
+        for n in &self.nodes {
+            super::check_node_name(&n.name, "node")?;
+        }
+        for s in &self.segments {
+            let (ok, needs) = match s.kind {
+                SegmentKind::Link => (s.members.len() == 2, "a link has 2 members"),
+                SegmentKind::Lan => (!s.members.is_empty(), "a LAN has at least 1 member"),
+            };
+            if !ok {
+                return Err(format!(
+                    "segment `{}` has {} members ({needs})",
+                    s.name,
+                    s.members.len()
+                ));
+            }
+            for &m in &s.members {
+                node(m, &format!("segment `{}`", s.name))?;
+            }
+        }
+        for event in &self.timeline {
+            match &event.action {
+                TimelineAction::SetLink { segment, from, .. } => {
+                    let Some(s) = self.segments.get(*segment) else {
+                        return Err(format!(
+                            "a timeline event names segment {segment}, but there are {} segments",
+                            self.segments.len()
+                        ));
+                    };
+                    if let Some(f) = from.iter().find(|f| !s.members.contains(f)) {
+                        return Err(format!(
+                            "a timeline event on `{}` names sender {f}, not a member",
+                            s.name
+                        ));
+                    }
+                }
+                TimelineAction::StopNode { node: id }
+                | TimelineAction::StartNode { node: id }
+                | TimelineAction::SignalNode { node: id } => node(*id, "a timeline event")?,
+            }
+        }
+        Ok(())
+    }
+}

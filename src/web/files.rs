@@ -202,7 +202,7 @@ impl Files {
 fn read_summary(path: &Path) -> Option<Value> {
     use std::io::Read;
     let mut text = String::new();
-    std::fs::File::open(path)
+    crate::regular_file::open_regular(path)
         .ok()?
         .take(MAX_SUMMARY)
         .read_to_string(&mut text)

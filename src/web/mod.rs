@@ -44,7 +44,7 @@ impl Server {
             .enable_all()
             .build()
             .map_err(|e| format!("the web server's runtime: {e}"))?;
-        let site = Arc::new(server::Site::new(hub));
+        let site = Arc::new(server::Site::new(hub, addr));
         let thread = std::thread::Builder::new()
             .name("web".into())
             .spawn(move || {
@@ -157,23 +157,51 @@ pub fn follow_lab(lab: &str, hub: &Hub, follow: &Follow) -> Result<(), String> {
     }
 }
 
+/// The most bytes `replay` reads of a run's `topology.json` or `links.json`.
+const MAX_RUN_FILE: u64 = 64 << 20;
+
+/// A run's file as text: a regular file of at most `MAX_RUN_FILE` bytes.
+fn read_run_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = crate::regular_file::open_regular(path).map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    file.take(MAX_RUN_FILE + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_RUN_FILE {
+        return Err(format!("larger than {MAX_RUN_FILE} bytes"));
+    }
+    Ok(text)
+}
+
 /// Publishes everything a finished run's directory holds, then `end`.
+///
+/// The directory may be anyone's: only regular files are read (no symlink is followed, no FIFO
+/// waited on), each at most `MAX_RUN_FILE` bytes, and the topology must hold together before
+/// anything indexes into it.
 pub fn replay(dir: &Path, hub: &Hub) -> Result<(), String> {
     let read = |name: &str| {
         let path = dir.join(name);
-        std::fs::read_to_string(&path).map_err(|e| {
+        read_run_file(&path).map_err(|e| {
             format!(
                 "{}: {e} (a run directory holds what `cdnlab run` wrote: topology.json, links.json, events.jsonl, nodes/)",
                 path.display()
             )
         })
     };
-    let topology: Topology = serde_json::from_str(&read("topology.json")?)
-        .map_err(|e| format!("{}: {e}", dir.join("topology.json").display()))?;
+    let in_topology = |e: String| format!("{}: {e}", dir.join("topology.json").display());
+    let topology: Topology =
+        serde_json::from_str(&read("topology.json")?).map_err(|e| in_topology(e.to_string()))?;
+    topology.check_indices().map_err(in_topology)?;
     let (clients, controllers) = followed(&topology);
+    let nodes = dir.join("nodes");
     for name in clients.iter().chain(&controllers) {
-        crate::topology::check_node_name(name, "node")
-            .map_err(|e| format!("{}: {e}", dir.join("topology.json").display()))?;
+        crate::topology::check_node_name(name, "node").map_err(in_topology)?;
+        for path in [nodes.clone(), nodes.join(name)] {
+            if path.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+                return Err(format!("{}: not a directory", path.display()));
+            }
+        }
     }
     let directions: Vec<serde_json::Value> = serde_json::from_str(&read("links.json")?)
         .map_err(|e| format!("{}: {e}", dir.join("links.json").display()))?;
@@ -367,5 +395,56 @@ rate = "5mbit"
             missing.contains("/nonexistent-run/topology.json"),
             "{missing}"
         );
+    }
+
+    /// A run directory from someone else: links out of it are not followed, whatever they
+    /// point at, and a topology whose indices point nowhere is refused, not indexed.
+    #[test]
+    fn a_replay_follows_no_symlink_and_refuses_a_topology_that_does_not_hold_together() {
+        let dir = run_dir("links", "viewer");
+        let secret = dir.join("secret.json");
+        std::fs::write(&secret, "{\"key\": \"do not publish\"}").unwrap();
+        let summary = dir.join("nodes/viewer/summary.json");
+        std::fs::remove_file(&summary).unwrap();
+        std::os::unix::fs::symlink(&secret, &summary).unwrap();
+        let hub = Hub::default();
+        replay(&dir, &hub).unwrap();
+        let (sent, _) = hub.subscribe();
+        let text: String = sent
+            .iter()
+            .map(|event| String::from_utf8_lossy(event).into_owned())
+            .collect();
+        assert!(!text.contains("do not publish"), "{text}");
+
+        std::fs::rename(dir.join("nodes/viewer"), dir.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(dir.join("elsewhere"), dir.join("nodes/viewer")).unwrap();
+        let error = replay(&dir, &Hub::default()).unwrap_err();
+        assert!(error.ends_with("nodes/viewer: not a directory"), "{error}");
+
+        let topology = dir.join("topology.json");
+        let mut bad: Value =
+            serde_json::from_str(&std::fs::read_to_string(&topology).unwrap()).unwrap();
+        bad["segments"][0]["members"] = json!([0, 7]);
+        std::fs::write(&topology, bad.to_string()).unwrap();
+        let error = replay(&dir, &Hub::default()).unwrap_err();
+        assert!(
+            error.contains(
+                "topology.json: segment `viewer-server` names node 7, but there are 2 nodes"
+            ),
+            "{error}"
+        );
+        bad["segments"][0]["members"] = json!([0]);
+        std::fs::write(&topology, bad.to_string()).unwrap();
+        let error = replay(&dir, &Hub::default()).unwrap_err();
+        assert!(
+            error.contains("segment `viewer-server` has 1 members (a link has 2 members)"),
+            "{error}"
+        );
+
+        std::fs::remove_file(&topology).unwrap();
+        std::os::unix::fs::symlink(&secret, &topology).unwrap();
+        let error = replay(&dir, &Hub::default()).unwrap_err();
+        assert!(error.contains("topology.json"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -5,12 +5,15 @@
 use super::hub::Hub;
 use bytes::Bytes;
 use hyper::body::{Frame, Incoming, SizeHint};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::header::{HeaderMap, HOST};
+use hyper::{Method, Request, Response, StatusCode, Uri};
 use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 
 const INDEX: &str = include_str!("../../web/index.html");
@@ -59,25 +62,61 @@ impl hyper::body::Body for WebBody {
     }
 }
 
+/// How long a page's queue may stay full before the page loses its connection: a page that
+/// stops reading must not hold one of the `MAX_FEEDS` places for ever.
+const STALL: Duration = Duration::from_secs(30);
+
 /// What the handler shares between connections.
 pub struct Site {
     pub hub: Arc<Hub>,
     feeds: AtomicUsize,
+    /// Served on loopback only: requests must name a loopback host (see `host_allowed`).
+    loopback: bool,
+    stall: Duration,
 }
 
 impl Site {
-    pub fn new(hub: Arc<Hub>) -> Site {
+    /// The site of a server listening on `local`.
+    pub fn new(hub: Arc<Hub>, local: SocketAddr) -> Site {
         Site {
             hub,
             feeds: AtomicUsize::new(0),
+            loopback: local.ip().is_loopback(),
+            stall: STALL,
         }
     }
+}
+
+/// Whether a request may be answered. A view served on loopback answers only requests that
+/// name a loopback host, so a web page the user visits cannot read the feed through a name
+/// that resolves to 127.0.0.1 (DNS rebinding). A view exposed with `--expose` answers any.
+fn host_allowed(loopback: bool, headers: &HeaderMap, uri: &Uri) -> bool {
+    if !loopback {
+        return true;
+    }
+    let host = match headers.get(HOST) {
+        Some(value) => value.to_str().ok(),
+        None => uri.host(),
+    };
+    let Some(host) = host else { return false };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Answers one request.
 pub async fn handle(site: Arc<Site>, request: Request<Incoming>) -> Response<WebBody> {
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "GET or HEAD only\n");
+    }
+    if !host_allowed(site.loopback, request.headers(), request.uri()) {
+        return plain(
+            StatusCode::MISDIRECTED_REQUEST,
+            "this view answers only requests for localhost (start it with --expose to serve other names)\n",
+        );
     }
     match request.uri().path() {
         "/" | "/index.html" => file(INDEX, "text/html; charset=utf-8"),
@@ -111,8 +150,17 @@ impl Drop for Following {
     }
 }
 
+/// Whether `message` went into the page's queue within `stall` (and the page is still there).
+async fn send_within(tx: &mpsc::Sender<Bytes>, message: Bytes, stall: Duration) -> bool {
+    matches!(
+        tokio::time::timeout(stall, tx.send(message)).await,
+        Ok(Ok(()))
+    )
+}
+
 /// The feed: everything so far, then each message as it is published. A page that falls
-/// [`QUEUED`] messages behind the hub's own lag limit loses its connection and reconnects.
+/// behind the hub's own lag limit, or whose [`QUEUED`] messages stay unread for [`STALL`],
+/// loses its connection (and reconnects, if it still can).
 fn feed(site: Arc<Site>) -> Response<WebBody> {
     if site.feeds.fetch_add(1, Ordering::AcqRel) >= MAX_FEEDS {
         site.feeds.fetch_sub(1, Ordering::AcqRel);
@@ -124,10 +172,11 @@ fn feed(site: Arc<Site>) -> Response<WebBody> {
     let following = Following(site.clone());
     let (past, mut live) = site.hub.subscribe();
     let (tx, rx) = mpsc::channel(QUEUED);
+    let stall = site.stall;
     tokio::spawn(async move {
         let _following = following;
         for message in past {
-            if tx.send(message).await.is_err() {
+            if !send_within(&tx, message, stall).await {
                 return;
             }
         }
@@ -141,7 +190,7 @@ fn feed(site: Arc<Site>) -> Response<WebBody> {
                 },
                 () = tx.closed() => return,
             };
-            if tx.send(message).await.is_err() {
+            if !send_within(&tx, message, stall).await {
                 return;
             }
         }
@@ -156,7 +205,10 @@ fn feed(site: Arc<Site>) -> Response<WebBody> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
+    fn loopback() -> SocketAddr {
+        "127.0.0.1:8080".parse().unwrap()
+    }
 
     /// Waits (at most a second) until `site` counts `n` pages following the feed.
     async fn following(site: &Site, n: usize) {
@@ -174,7 +226,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn pages_past_the_limit_are_refused_and_a_page_that_leaves_frees_its_place() {
-        let site = Arc::new(Site::new(Arc::new(Hub::default())));
+        let site = Arc::new(Site::new(Arc::new(Hub::default()), loopback()));
         site.hub.publish(&serde_json::json!({"kind": "end"}));
         let held: Vec<_> = (0..MAX_FEEDS).map(|_| feed(site.clone())).collect();
         assert!(held.iter().all(|r| r.status() == StatusCode::OK));
@@ -189,5 +241,58 @@ mod tests {
             drop(page);
             following(&site, 0).await;
         }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_page_that_stops_reading_loses_its_place() {
+        let mut site = Site::new(Arc::new(Hub::default()), loopback());
+        site.stall = Duration::from_millis(200);
+        let site = Arc::new(site);
+        let held = feed(site.clone());
+        assert_eq!(held.status(), StatusCode::OK);
+        following(&site, 1).await;
+        // More than the page's queue holds, never read.
+        for n in 0..QUEUED + 10 {
+            site.hub
+                .publish(&serde_json::json!({"kind": "event", "n": n}));
+            tokio::task::yield_now().await;
+        }
+        following(&site, 0).await;
+        drop(held);
+    }
+
+    #[test]
+    fn a_view_on_loopback_answers_only_loopback_host_names() {
+        let allowed = |loopback: bool, host: Option<&str>, uri: &str| {
+            let mut headers = HeaderMap::new();
+            if let Some(host) = host {
+                headers.insert(HOST, host.parse().unwrap());
+            }
+            host_allowed(loopback, &headers, &uri.parse().unwrap())
+        };
+        for host in [
+            "localhost:8080",
+            "LOCALHOST",
+            "127.0.0.1:8080",
+            "127.3.4.5",
+            "[::1]:8080",
+        ] {
+            assert!(allowed(true, Some(host), "/feed"), "{host}");
+        }
+        for host in [
+            "evil.example:8080",
+            "localhost.evil.example",
+            "10.0.0.1",
+            "[::2]:80",
+            "",
+        ] {
+            assert!(!allowed(true, Some(host), "/feed"), "{host}");
+        }
+        assert!(
+            allowed(true, None, "http://localhost:8080/feed"),
+            "an h2 authority"
+        );
+        assert!(!allowed(true, None, "/feed"), "no host at all");
+        assert!(allowed(false, Some("evil.example"), "/feed"), "--expose");
     }
 }

@@ -34,8 +34,8 @@ const KEYS: &[&str] = &[
 pub fn config(table: &Table) -> Result<ControllerConfig, String> {
     let keys = Keys::new(table);
     keys.only(KEYS, "role controller")?;
-    let sites = keys.items("sites")?;
-    let borders = keys.items("borders")?;
+    let sites = keys.node_names("sites", super::MAX_NODES)?;
+    let borders = keys.node_names("borders", super::MAX_NODES)?;
     let regions = keys.items("regions")?;
     let apps = keys.items("apps")?;
     if regions.len() != borders.len() {

@@ -36,6 +36,9 @@ use std::time::Duration;
 pub use config::config;
 pub use run::run;
 
+/// The most sites or border routers one controller (or one border's list of sites) takes.
+pub const MAX_NODES: usize = 4096;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Base,
