@@ -123,20 +123,19 @@ impl Files {
         self.read(crate::wall_clock::unix_now_s() - LATENCY_LATE_S)
     }
 
-    /// Every message the files hold now, read to their ends.
-    pub fn drain(&mut self) -> Vec<Value> {
-        let mut all = Vec::new();
+    /// Every message the files hold now, read to their ends and handed to `publish` one
+    /// look's worth at a time, so a long run's files are never all in memory at once.
+    pub fn drain(&mut self, mut publish: impl FnMut(&Value)) {
         loop {
             let more = self.read(f64::NEG_INFINITY);
             if more.is_empty() {
                 break;
             }
-            all.extend(more);
+            more.iter().for_each(&mut publish);
         }
         for client in &mut self.clients {
-            all.extend(client.latency.publish(&client.name, f64::INFINITY));
+            (client.latency.publish(&client.name, f64::INFINITY).iter()).for_each(&mut publish);
         }
-        all
     }
 
     /// What [`Files::poll`] says, publishing the ICN seconds over by `until_unix_s` (all of a

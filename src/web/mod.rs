@@ -140,13 +140,13 @@ pub fn follow_lab(lab: &str, hub: &Hub, follow: &Follow) -> Result<(), String> {
                 hub.publish(&throughput.message(&sample));
             }
         }
-        let messages = if gone { files.drain() } else { files.poll() };
-        for message in messages {
-            hub.publish(&message);
-        }
         if gone {
+            files.drain(|message| hub.publish(message));
             hub.publish(&feed::end("the lab is down"));
             return Ok(());
+        }
+        for message in files.poll() {
+            hub.publish(&message);
         }
         next += SAMPLE_EVERY;
         let now = std::time::Instant::now();
@@ -219,9 +219,7 @@ pub fn replay(dir: &Path, hub: &Hub) -> Result<(), String> {
         &clients,
         &controllers,
     );
-    for message in files.drain() {
-        hub.publish(&message);
-    }
+    files.drain(|message| hub.publish(message));
     hub.publish(&feed::end(&format!("replay of {}", dir.display())));
     Ok(())
 }

@@ -68,8 +68,20 @@ struct Dispatcher {
     state: Mutex<State>,
     /// Server name → index.
     index: HashMap<String, u32>,
-    /// One kept control connection per server, for replacements.
-    peers: Vec<tokio::sync::Mutex<Peer>>,
+    /// One line per server, for replacements.
+    lines: Vec<ServerLine>,
+}
+
+/// Replacements one server may have waiting at once: each call may take seconds when the
+/// server is slow or gone, while losses, which anyone's requests cause, keep coming.
+const MAX_WAITING_REPLACEMENTS: usize = 64;
+
+/// The dispatcher's line to one server's control service.
+struct ServerLine {
+    /// The kept connection; replacements to one server go one at a time, in order.
+    peer: tokio::sync::Mutex<Peer>,
+    /// Room for the replacements waiting their turn; one past it fails at once.
+    room: Arc<tokio::sync::Semaphore>,
 }
 
 impl Dispatcher {
@@ -115,8 +127,23 @@ impl Dispatcher {
                 }
                 _ => Source::DataCenter,
             };
-            let dispatcher = self.clone();
-            tokio::spawn(async move { dispatcher.replace(copy, from).await });
+            let room = self.lines[copy.server as usize].room.clone();
+            match room.try_acquire_owned() {
+                Ok(place) => {
+                    let dispatcher = self.clone();
+                    tokio::spawn(async move {
+                        dispatcher.replace(copy, from).await;
+                        drop(place);
+                    });
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        "farm-dispatcher: {} has {MAX_WAITING_REPLACEMENTS} replacements waiting; replica {copy:?} not sent",
+                        self.config.servers[copy.server as usize]
+                    );
+                    self.lock().interval.replace_failed += 1;
+                }
+            }
         }
         let mut response = http::redirect(format!("http://{target}:{port}/c/{content}"));
         let decision = match step.decision {
@@ -140,7 +167,8 @@ impl Dispatcher {
             from,
         };
         let server = copy.server as usize;
-        let answer: Option<ServerResponse> = self.peers[server]
+        let answer: Option<ServerResponse> = self.lines[server]
+            .peer
             .lock()
             .await
             .call(
@@ -287,8 +315,11 @@ pub async fn run(
         index: (config.servers.iter().enumerate())
             .map(|(i, name)| (name.clone(), i as u32))
             .collect(),
-        peers: (config.servers.iter())
-            .map(|name| tokio::sync::Mutex::new(Peer::new(name)))
+        lines: (config.servers.iter())
+            .map(|name| ServerLine {
+                peer: tokio::sync::Mutex::new(Peer::new(name)),
+                room: Arc::new(tokio::sync::Semaphore::new(MAX_WAITING_REPLACEMENTS)),
+            })
             .collect(),
         state: Mutex::new(State {
             coordinator,
