@@ -283,6 +283,41 @@ endpoints = ["a", "nowhere"]
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
 }
 
+/// `run --out` into a directory that already holds files is refused before anything is
+/// made: root's results would mix with the old ones and follow any link planted there.
+fn run_into_a_directory_that_holds_files_is_refused_and_touches_nothing() {
+    let lab = Lab::new("t-reuse", CHAIN);
+    let out_dir = lab.dir.join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("summary.json"), "old").unwrap();
+    let out = run(&[
+        "run",
+        lab.topology().to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("already exists and is not an empty directory"),
+        "{stderr}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        ["summary.json"],
+        "nothing written beside the old file"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("summary.json")).unwrap(),
+        "old"
+    );
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+}
+
 fn not_root_is_refused_before_anything_is_made() {
     let lab = Lab::new("t-user", CHAIN);
     let out = Command::new("setpriv")
@@ -839,6 +874,11 @@ endpoints = ["client", "server"]
         .modified()
         .unwrap();
     std::fs::remove_file(summary(1, "0.1")).unwrap();
+    // Not into the same directory again without --resume: old results would pass for new.
+    let again = sweep("--out", "0,0.1");
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("holds a sweep already"), "{stderr}");
 
     let resumed = sweep("--resume", "0,0.1");
     let stdout = String::from_utf8_lossy(&resumed.stdout);
@@ -962,7 +1002,8 @@ tests!(
         run_collects_results_follows_the_timeline_and_records_failures,
         scripts_change_delay_and_bandwidth,
         rust_log_in_a_nodes_env_gives_timestamped_debug_lines,
-        sweep_resume_runs_only_what_did_not_finish;
+        sweep_resume_runs_only_what_did_not_finish,
+        run_into_a_directory_that_holds_files_is_refused_and_touches_nothing;
     Needs::root(&["ip", "iptables-legacy", "ping"]) =>
         plain_ping_shows_the_configured_round_trip;
     Needs::root(&["ip"]) =>

@@ -115,6 +115,11 @@ fn lrl_virtual_follows_a_popularity_change_that_proportional_misses() {
     );
     assert!(totals(&adaptive_farm, "copies_after_virtual") > 0);
     assert_eq!(totals(&adaptive_farm, "replace_failed"), 0);
+    // Every server's report of a transfer's end carries the ticket of the transfer the
+    // dispatcher assigned it, and none comes late (a lease is 40 mean service times).
+    for farm in [&static_farm, &adaptive_farm] {
+        assert_eq!(totals(farm, "late_reports"), 0, "{}", farm["totals"]);
+    }
     // The dispatcher's losses are the load's requests sent to the data center (one whose
     // redirect never reached the load counts as failed there).
     let load = &adaptive["clients"][0];

@@ -142,7 +142,7 @@ pub fn generate(inputs: &[Input], target: &Target) -> Result<Generated, String> 
         }
     }
     let mut allocator = plan::Allocator::default();
-    let header = header(inputs, swarm.is_some());
+    let header = yaml::commented(&header(inputs, swarm.is_some()));
     let mut doc: Map = vec![(header.clone(), Yaml::Plain(String::new()))];
     let (mut services, mut networks, mut volumes) = (Map::new(), Map::new(), Map::new());
     let mut secrets = Map::new();

@@ -81,6 +81,22 @@ fn key(text: &str) -> String {
     }
 }
 
+/// `text` as comment lines, each starting with `#`: a line break inside a value (a variable,
+/// a file's path) must not end the comment and let the rest be read as YAML or shell. YAML
+/// breaks lines at `\r` as well as at `\n`.
+pub fn commented(text: &str) -> String {
+    text.split(['\n', '\r'])
+        .map(|line| {
+            if line.starts_with('#') {
+                line.to_string()
+            } else {
+                format!("# {line}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The document: a top-level map.
 pub fn write(map: &Map) -> String {
     let mut out = String::new();
@@ -92,7 +108,7 @@ fn write_map(map: &Map, indent: usize, out: &mut String) {
     let pad = " ".repeat(indent);
     for (k, value) in map {
         if k.starts_with('#') {
-            for line in k.lines() {
+            for line in commented(k).lines() {
                 out.push_str(&format!("{pad}{line}\n"));
             }
             continue;
@@ -142,6 +158,20 @@ fn write_entry(head: &str, value: &Yaml, indent: usize, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value with a line break inside a comment (a `[vars]` value, a file's path) stays
+    /// comment: nothing after the break is read as YAML.
+    #[test]
+    fn a_line_break_inside_a_comment_does_not_end_it() {
+        let doc: Map = vec![(
+            "# x=1\nservices: {evil: {privileged: true}}\r  image: x".into(),
+            Yaml::Plain(String::new()),
+        )];
+        assert_eq!(
+            write(&doc),
+            "# x=1\n# services: {evil: {privileged: true}}\n#   image: x\n"
+        );
+    }
 
     #[test]
     fn writes_maps_lists_blocks_and_comments() {

@@ -40,15 +40,30 @@ pub enum ServerResponse {
 /// Server → dispatcher.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DispatcherRequest {
-    /// The transfer the dispatcher sent this server ended (whole or not).
-    Done,
+    /// The transfer the dispatcher sent this server with `ticket` ended (whole or not).
+    Done { ticket: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DispatcherResponse {
     Noted,
-    /// The dispatcher did not think this server busy (a late or repeated report).
+    /// The dispatcher did not think this server busy with that ticket (a late or repeated
+    /// report, or one for a transfer whose lease ran out).
     NotBusy,
+}
+
+/// The query a redirect to a server carries: the ticket of the transfer the dispatcher
+/// assigned it, which the server reports back with `Done`. A request without one did not come
+/// through the dispatcher, and a server refuses it.
+pub const TICKET: &str = "ticket";
+
+/// The ticket in a request's query (`ticket=N`), if it has one.
+pub fn ticket_of(query: Option<&str>) -> Option<u64> {
+    query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(TICKET)?.strip_prefix('='))?
+        .parse()
+        .ok()
 }
 
 /// Dispatcher → data center.
@@ -69,4 +84,25 @@ pub struct DataCenterUsage {
     /// The farm's initial contents.
     pub fill_requests: u64,
     pub fill_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ticket_of;
+
+    #[test]
+    fn a_ticket_is_read_from_the_query_and_nothing_else_passes_for_one() {
+        assert_eq!(ticket_of(Some("ticket=42")), Some(42));
+        assert_eq!(ticket_of(Some("x=1&ticket=7")), Some(7));
+        for query in [
+            None,
+            Some(""),
+            Some("ticket="),
+            Some("ticket=-1"),
+            Some("tickets=3"),
+            Some("ticket=1x"),
+        ] {
+            assert_eq!(ticket_of(query), None, "{query:?}");
+        }
+    }
 }

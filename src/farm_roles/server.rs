@@ -11,7 +11,7 @@
 
 use super::config::ServerConfig;
 use super::messages::{
-    DispatcherRequest, DispatcherResponse, ServerRequest, ServerResponse, Source,
+    ticket_of, DispatcherRequest, DispatcherResponse, ServerRequest, ServerResponse, Source,
 };
 use super::{content_of, payload};
 use crate::cdn::hashing::hash64;
@@ -127,6 +127,14 @@ impl Server {
         let Some(content) = content_of(path, "c", contents) else {
             return error(StatusCode::NOT_FOUND, "no such content");
         };
+        // Only a transfer the dispatcher assigned may make this server busy: it is the one the
+        // dispatcher waits to hear the end of.
+        let Some(ticket) = ticket_of(request.uri().query()) else {
+            return error(
+                StatusCode::FORBIDDEN,
+                "no ticket: a user's request comes through the dispatcher",
+            );
+        };
         if self.busy.swap(true, Ordering::AcqRel) {
             return http::unavailable("busy with another transfer");
         }
@@ -135,7 +143,7 @@ impl Server {
         tokio::spawn(async move {
             let _ = ended.await;
             server.busy.store(false, Ordering::Release);
-            server.report_done().await;
+            server.report_done(ticket).await;
         });
         match self.bytes_of(content).await {
             Ok(bytes) => {
@@ -150,14 +158,14 @@ impl Server {
         }
     }
 
-    async fn report_done(&self) {
+    async fn report_done(&self, ticket: u64) {
         let mut dispatcher = self.dispatcher.lock().await;
         let port = self.config.control_port;
         let answer: Option<DispatcherResponse> = dispatcher
             .call(
                 port,
                 &self.identity,
-                &DispatcherRequest::Done,
+                &DispatcherRequest::Done { ticket },
                 Duration::from_secs(2),
             )
             .await;

@@ -8,6 +8,13 @@ use crate::roles::control::DEFAULT_CONTROL_PORT;
 use std::time::Duration;
 use toml::Table;
 
+/// What a period (a heartbeat, a metadata refresh) may be: it must tick.
+const PERIODS: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(10)..=Duration::from_secs(600);
+/// What a time limit on one request may be.
+const LIMITS: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(600);
+
 /// The catalog every fog role of a run generates alike; `catalog = { ... }` overrides a part.
 pub fn default_catalog(seed: u64) -> CatalogSpec {
     CatalogSpec {
@@ -150,29 +157,22 @@ pub fn cloud(table: &Table) -> Result<CloudConfig, String> {
         ],
         "role cloud",
     )?;
-    let fdns = match keys.value("fdns") {
-        Some(toml::Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or(()))
-            .collect::<Result<Vec<_>, _>>()
-            .or_else(|()| keys.fail("fdns", "expected a list of node names"))?,
-        Some(_) => return keys.fail("fdns", "expected a list of node names"),
-        None => return keys.fail("fdns", "is required: the FDNs' node names"),
-    };
-    if fdns.is_empty() {
-        return keys.fail("fdns", "names no FDN");
-    }
+    let fdns = keys.node_names("fdns", 4096)?;
     Ok(CloudConfig {
         catalog: catalog(&keys, seed(&keys)?)?,
         fdns,
         port: keys.port("port", 80)?,
         control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
-        heartbeat: keys
-            .duration("heartbeat")?
-            .unwrap_or(Duration::from_millis(500)),
-        heartbeat_timeout: keys
-            .duration("heartbeat_timeout")?
-            .unwrap_or(Duration::from_secs(1)),
+        heartbeat: keys.duration_within(
+            "heartbeat",
+            Duration::from_millis(500),
+            PERIODS.clone(),
+        )?,
+        heartbeat_timeout: keys.duration_within(
+            "heartbeat_timeout",
+            Duration::from_secs(1),
+            LIMITS.clone(),
+        )?,
         missed_limit: keys.count("missed_limit")?.unwrap_or(3) as u32,
     })
 }
@@ -227,7 +227,7 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
         index: keys
             .count("index")?
             .ok_or("config key `index` is required")?,
-        cloud: keys.string("cloud")?.unwrap_or("cloud").to_string(),
+        cloud: keys.node_name("cloud", keys.string("cloud")?.unwrap_or("cloud"))?,
         method,
         caching: share(&keys, "caching", 0.3)?,
         hot_share: share(&keys, "hot_share", 0.05)?,
@@ -237,12 +237,16 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
         port: keys.port("port", 80)?,
         control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
         probes: keys.count("probes")?.unwrap_or(3),
-        metadata_interval: keys
-            .duration("metadata_interval")?
-            .unwrap_or(Duration::from_millis(500)),
-        fetch_timeout: keys
-            .duration("fetch_timeout")?
-            .unwrap_or(Duration::from_secs(10)),
+        metadata_interval: keys.duration_within(
+            "metadata_interval",
+            Duration::from_millis(500),
+            PERIODS.clone(),
+        )?,
+        fetch_timeout: keys.duration_within(
+            "fetch_timeout",
+            Duration::from_secs(10),
+            LIMITS.clone(),
+        )?,
         max_sessions: match keys.count("max_sessions")? {
             Some(0) => return keys.fail("max_sessions", "must be at least 1"),
             n => n.unwrap_or(256),
@@ -275,7 +279,7 @@ pub fn viewers(table: &Table) -> Result<ViewersConfig, String> {
     let seed = seed(&keys)?;
     Ok(ViewersConfig {
         catalog: catalog(&keys, seed)?,
-        cloud: keys.string("cloud")?.unwrap_or("cloud").to_string(),
+        cloud: keys.node_name("cloud", keys.string("cloud")?.unwrap_or("cloud"))?,
         seed,
         trace: keys.integer("trace")?.unwrap_or(0),
         window: keys.duration("window")?.unwrap_or(Duration::from_secs(30)),

@@ -87,7 +87,11 @@ pub fn config(table: &Table) -> Result<BorderConfig, String> {
     };
     Ok(BorderConfig {
         region: match keys.string("region")? {
-            Some(region) => region.to_string(),
+            Some(region) => {
+                crate::topology::check_node_name(region, "region")
+                    .or_else(|e| keys.fail("region", e))?;
+                region.to_string()
+            }
             None => return keys.fail("region", "is required"),
         },
         controller: keys

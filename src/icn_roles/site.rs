@@ -117,13 +117,18 @@ impl DemandCounter {
         }
     }
 
+    /// Counts `bytes` of `app` for `region`. A region that is not a well-formed name (a
+    /// region's name follows the rule for node names, at most 63 bytes) is counted with the
+    /// overflow, so no header can make the counts, or the report that carries them, large.
     fn add(&mut self, app: &str, region: &str, bytes: u64) {
-        let region = if self.regions.contains(region) || self.regions.len() < self.max_regions {
-            self.regions.insert(region.to_string());
-            region
-        } else {
-            OVERFLOW_REGION
-        };
+        let named = crate::topology::check_node_name(region, "region").is_ok();
+        let region =
+            if named && (self.regions.contains(region) || self.regions.len() < self.max_regions) {
+                self.regions.insert(region.to_string());
+                region
+            } else {
+                OVERFLOW_REGION
+            };
         *self
             .bytes
             .entry((app.to_string(), region.to_string()))
@@ -292,5 +297,9 @@ mod tests {
         );
         counter.add("a1", "r7", 3);
         assert_eq!(counter.take(), [demand("a1", "r7", 3)]);
+        // A name no region can have takes no place of its own, however long.
+        counter.add("a1", &"x".repeat(400_000), 4);
+        counter.add("a1", "R1", 2);
+        assert_eq!(counter.take(), [demand("a1", OVERFLOW_REGION, 6)]);
     }
 }

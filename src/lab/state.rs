@@ -254,7 +254,43 @@ impl LabState {
                 format!("{}: names lab `{}`, not `{lab}`", path.display(), state.lab),
             ));
         }
+        state.check().map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", path.display()),
+            )
+        })?;
         Ok(state)
+    }
+
+    /// Whether the state holds together before anything indexes into it or signals what it
+    /// records: every index points inside the topology, and every process is one that could
+    /// be ours (pid 0 or 1 would signal a whole process group or init's).
+    fn check(&self) -> std::result::Result<(), String> {
+        self.topology.check_indices()?;
+        for d in &self.directions {
+            let members = self
+                .topology
+                .segments
+                .get(d.segment)
+                .map(|s| s.members.len());
+            if members.is_none_or(|n| d.member >= n) {
+                return Err(format!(
+                    "a direction names member {} of segment {}, which does not exist",
+                    d.member, d.segment
+                ));
+            }
+        }
+        let records = (self.processes.iter())
+            .map(|(node, p)| (node.as_str(), p))
+            .chain(self.shaper.iter().map(|p| ("the shaper", p)))
+            .chain(self.owner.iter().map(|p| ("the owner", p)));
+        for (whose, record) in records {
+            if record.pid <= 1 {
+                return Err(format!("the process of {whose} has pid {}", record.pid));
+            }
+        }
+        Ok(())
     }
 
     /// True if a `cdnlab` process owns the lab and is still running.
@@ -333,4 +369,69 @@ pub fn abandoned_labs() -> Vec<(String, ProcessRecord)> {
             (!state.owner_alive()).then_some((lab, owner))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::LoadOptions;
+
+    fn state() -> LabState {
+        let topology = crate::topology::parse(
+            "name = \"t\"\n[nodes.a]\n[nodes.b]\n[[links]]\nendpoints = [\"a\", \"b\"]\n",
+            "t.toml",
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        let direction = |member| Direction {
+            segment: 0,
+            member,
+            impairments: Impairments::default(),
+            queue_netns: String::new(),
+            queue_ifname: String::new(),
+            queue_num: 0,
+            sender_netns: String::new(),
+            sender_ifname: String::new(),
+        };
+        LabState {
+            lab: "t".into(),
+            backend: Backend::Userspace,
+            namespaces: vec![],
+            topology,
+            directions: vec![direction(0), direction(1)],
+            processes: BTreeMap::from([(
+                "a".to_string(),
+                ProcessRecord {
+                    pid: 4242,
+                    start_time: 1,
+                },
+            )]),
+            shaper: None,
+            out_dir: PathBuf::new(),
+            ready: true,
+            owner: None,
+        }
+    }
+
+    /// A state file that does not hold together is refused before anything indexes into it
+    /// or signals a process it names.
+    #[test]
+    fn a_state_whose_indices_or_pids_are_off_is_refused() {
+        assert_eq!(state().check(), Ok(()));
+        let mut off = state();
+        off.directions[1].member = 2;
+        assert!(off.check().unwrap_err().contains("member 2 of segment 0"));
+        let mut off = state();
+        off.topology.segments[0].members = vec![0, 5];
+        assert!(off.check().unwrap_err().contains("names node 5"));
+        for pid in [1, 0, -1] {
+            let mut off = state();
+            off.owner = Some(ProcessRecord { pid, start_time: 1 });
+            let error = off.check().unwrap_err();
+            assert!(
+                error.contains(&format!("the owner has pid {pid}")),
+                "{error}"
+            );
+        }
+    }
 }

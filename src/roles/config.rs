@@ -239,6 +239,24 @@ impl<'a> Keys<'a> {
             .transpose()
     }
 
+    /// A time at `key` ([`Keys::duration`]), `default` when absent, refused outside `range`:
+    /// a limit of `0s` would fail every request at once, and a period of `0s` cannot tick.
+    pub fn duration_within(
+        &self,
+        key: &str,
+        default: Duration,
+        range: std::ops::RangeInclusive<Duration>,
+    ) -> Result<Duration, String> {
+        match self.duration(key)? {
+            None => Ok(default),
+            Some(d) if range.contains(&d) => Ok(d),
+            Some(_) => self.fail(
+                key,
+                format!("must be {:?} to {:?}", range.start(), range.end()),
+            ),
+        }
+    }
+
     /// A time in tc units (`"6s"`, `"500ms"`), or a bare number of seconds.
     pub fn time(&self, key: &str) -> Result<Option<Duration>, String> {
         match self.table.get(key) {
@@ -377,6 +395,23 @@ mod tests {
             .items("absent")
             .unwrap_err()
             .contains("`absent`: is required"));
+    }
+
+    #[test]
+    fn durations_outside_their_range_are_refused_by_key() {
+        let t = table("zero = '0s'\nok = '250ms'\nlong = '601s'");
+        let keys = Keys::new(&t);
+        let range = Duration::from_millis(100)..=Duration::from_secs(600);
+        let within = |key| keys.duration_within(key, Duration::from_secs(1), range.clone());
+        assert_eq!(within("ok").unwrap(), Duration::from_millis(250));
+        assert_eq!(within("absent").unwrap(), Duration::from_secs(1));
+        for key in ["zero", "long"] {
+            let error = within(key).unwrap_err();
+            assert!(
+                error.contains(&format!("`{key}`: must be 100ms to 600s")),
+                "{error}"
+            );
+        }
     }
 
     #[test]

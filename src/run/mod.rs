@@ -28,7 +28,7 @@ pub struct RunOptions {
 /// Runs the scenario and returns the aggregated summary (also written to `OUT/summary.json`).
 pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunSummary> {
     let out = &options.out_dir;
-    std::fs::create_dir_all(out).map_err(|e| lab::Error(format!("{}: {e}", out.display())))?;
+    new_results_dir(out).map_err(|e| lab::Error(format!("{}: {e}", out.display())))?;
     std::fs::copy(&options.topology_file, out.join("topology.toml"))
         .map_err(|e| lab::Error(format!("{}: {e}", options.topology_file.display())))?;
     write_json(
@@ -88,6 +88,30 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
     let clients: Vec<String> = summary.clients.iter().map(|c| c.node.clone()).collect();
     segments_plot::plot(out, &clients).map_err(lab::Error)?;
     Ok(summary)
+}
+
+/// Makes `out`, which must not exist yet or be an empty directory: results written as root
+/// into a directory that already holds files would mix with another run's (a summary read
+/// back as this run's) and would follow any symlink planted there. Made anew, the directory
+/// is root's, and nobody else can place anything in it.
+fn new_results_dir(out: &std::path::Path) -> std::io::Result<()> {
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::create_dir(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let empty_dir = out.symlink_metadata()?.is_dir() && out.read_dir()?.next().is_none();
+            if empty_dir {
+                Ok(())
+            } else {
+                Err(std::io::Error::new(
+                    e.kind(),
+                    "already exists and is not an empty directory: a run writes its results into a new one",
+                ))
+            }
+        }
+        made => made,
+    }
 }
 
 /// Starts the clients, plays the timeline until every client has exited, and collects each

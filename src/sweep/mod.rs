@@ -91,6 +91,11 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     }
     if options.resume {
         check_resumable(options)?;
+    } else if options.out_dir.join(PLAN_FILE).symlink_metadata().is_ok() {
+        return Err(format!(
+            "{} holds a sweep already: --resume to finish it, --replot to tabulate it, or give a new --out",
+            options.out_dir.display()
+        ));
     }
     std::fs::create_dir_all(&runs_dir).map_err(|e| format!("{}: {e}", runs_dir.display()))?;
     let plan_path = options.out_dir.join(PLAN_FILE);
@@ -172,8 +177,21 @@ fn start_run(
 ) -> Result<Child, String> {
     let dir = run_dir(runs_dir, index, run);
     let log_path = dir.with_extension("log");
-    let log =
-        std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    // A run that did not finish (resuming) runs again from nothing: `cdnlab run` writes only
+    // into a new directory. Neither is followed if it is a link.
+    for old in [&dir, &log_path] {
+        let removed = match old.symlink_metadata() {
+            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(old),
+            Ok(_) => std::fs::remove_file(old),
+            Err(_) => Ok(()),
+        };
+        removed.map_err(|e| format!("{}: {e}", old.display()))?;
+    }
+    let log = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&log_path)
+        .map_err(|e| format!("{}: {e}", log_path.display()))?;
     let err_log = log.try_clone().map_err(|e| e.to_string())?;
     let mut command = Command::new(exe);
     command

@@ -19,7 +19,7 @@ mod record;
 use super::config::DispatcherConfig;
 use super::messages::{
     DataCenterRequest, DataCenterUsage, DispatcherRequest, DispatcherResponse, ServerRequest,
-    ServerResponse, Source,
+    ServerResponse, Source, TICKET,
 };
 use crate::control::{Callers, Identity};
 use crate::replication::coordinator::{Coordinator, Copy, Decision, Trigger};
@@ -53,11 +53,21 @@ impl Observer for NoStatistics {
     fn replicas_change(&mut self, _: u32, _: u32) {}
 }
 
+/// A transfer the dispatcher sent a server: the ticket its redirect carries (which the
+/// server's `Done` must give back) and when.
+#[derive(Clone, Copy)]
+struct Assignment {
+    ticket: u64,
+    since: Instant,
+}
+
 struct State {
     coordinator: Coordinator,
     rng: StdRng,
     /// When each busy server was sent its request (None: idle).
-    busy_since: Vec<Option<Instant>>,
+    /// Each server's transfer in progress, as the dispatcher assigned it.
+    assigned: Vec<Option<Assignment>>,
+    next_ticket: u64,
     interval: Interval,
 }
 
@@ -103,22 +113,32 @@ impl Dispatcher {
             return error(StatusCode::NOT_FOUND, "no such content");
         };
         let t = self.now_units();
-        let step = {
+        let (step, ticket) = {
             let mut state = self.lock();
             let State {
                 coordinator, rng, ..
             } = &mut *state;
             let step = coordinator.request(content, t, &mut NoStatistics, rng);
+            let mut ticket = None;
             if let Decision::Serve { server } = step.decision {
-                state.busy_since[server as usize] = Some(Instant::now());
+                let assignment = Assignment {
+                    ticket: state.next_ticket,
+                    since: Instant::now(),
+                };
+                state.next_ticket += 1;
+                state.assigned[server as usize] = Some(assignment);
+                ticket = Some(assignment.ticket);
             }
             state.interval.request(content, &step);
-            step
+            (step, ticket)
         };
         let port = self.config.server_port;
-        let target = match step.decision {
-            Decision::Serve { server } => &self.config.servers[server as usize],
-            Decision::Lost => &self.config.datacenter,
+        let location = match (step.decision, ticket) {
+            (Decision::Serve { server }, Some(ticket)) => format!(
+                "http://{}:{port}/c/{content}?{TICKET}={ticket}",
+                self.config.servers[server as usize]
+            ),
+            _ => format!("http://{}:{port}/c/{content}", self.config.datacenter),
         };
         if let Some(copy) = step.copy {
             let from = match (copy.trigger, step.decision) {
@@ -145,7 +165,7 @@ impl Dispatcher {
                 }
             }
         }
-        let mut response = http::redirect(format!("http://{target}:{port}/c/{content}"));
+        let mut response = http::redirect(location);
         let decision = match step.decision {
             Decision::Serve { .. } => "served",
             Decision::Lost => "lost",
@@ -188,17 +208,20 @@ impl Dispatcher {
         }
     }
 
-    /// A server reports its transfer's end.
-    fn done(&self, server: &str) -> DispatcherResponse {
+    /// A server reports the end of the transfer with `ticket`. Only the transfer it is
+    /// assigned now counts: a report for an older one (whose lease ran out) is late.
+    fn done(&self, server: &str, ticket: u64) -> DispatcherResponse {
         let Some(&i) = self.index.get(server) else {
             return DispatcherResponse::NotBusy;
         };
         let mut state = self.lock();
-        if state.coordinator.finish(i, &mut NoStatistics).is_none() {
+        if state.assigned[i as usize].map(|a| a.ticket) != Some(ticket)
+            || state.coordinator.finish(i, &mut NoStatistics).is_none()
+        {
             state.interval.late_reports += 1;
             return DispatcherResponse::NotBusy;
         }
-        state.busy_since[i as usize] = None;
+        state.assigned[i as usize] = None;
         DispatcherResponse::Noted
     }
 
@@ -206,9 +229,9 @@ impl Dispatcher {
     fn expire_leases(&self) {
         let lease = self.config.lease;
         let mut state = self.lock();
-        for i in 0..state.busy_since.len() {
-            if state.busy_since[i].is_some_and(|since| since.elapsed() > lease) {
-                state.busy_since[i] = None;
+        for i in 0..state.assigned.len() {
+            if state.assigned[i].is_some_and(|a| a.since.elapsed() > lease) {
+                state.assigned[i] = None;
                 state.coordinator.finish(i as u32, &mut NoStatistics);
                 state.interval.expired_leases += 1;
             }
@@ -324,7 +347,8 @@ pub async fn run(
         state: Mutex::new(State {
             coordinator,
             rng,
-            busy_since: vec![None; config.servers.len()],
+            assigned: vec![None; config.servers.len()],
+            next_ticket: 0,
             interval: Interval::new(n),
         }),
         origin: Instant::now(),
@@ -336,8 +360,9 @@ pub async fn run(
         any_address(config.control_port),
         &identity,
         Callers::only("farm dispatcher", config.servers.clone()),
-        move |peer, _request: DispatcherRequest| {
-            let answer = for_control.done(peer.as_str());
+        move |peer, request: DispatcherRequest| {
+            let DispatcherRequest::Done { ticket } = request;
+            let answer = for_control.done(peer.as_str(), ticket);
             async move { answer }
         },
     )

@@ -37,6 +37,9 @@ pub fn config(table: &Table) -> Result<ControllerConfig, String> {
     let sites = keys.node_names("sites", super::MAX_NODES)?;
     let borders = keys.node_names("borders", super::MAX_NODES)?;
     let regions = keys.items("regions")?;
+    for region in &regions {
+        crate::topology::check_node_name(region, "region").or_else(|e| keys.fail("regions", e))?;
+    }
     let apps = keys.items("apps")?;
     if regions.len() != borders.len() {
         return keys.fail("regions", "needs one region name per border router");
