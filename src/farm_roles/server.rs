@@ -1,8 +1,8 @@
 //! `farm-server`: one server of the farm (papers/004): d slots, each holding one content's
-//! bytes, serving one user transfer at a time. A transfer (`GET /c/C`, sent here by the
-//! dispatcher) lasts a service time drawn i.i.d. from an exponential distribution of mean
+//! bytes, serving one user transfer at a time. A transfer (`GET /c/C?ticket=N`, sent here by
+//! the dispatcher's redirect; one without a ticket is refused) lasts a service time drawn i.i.d. from an exponential distribution of mean
 //! `service`, its bytes paced evenly over it; a second one while busy is refused (503). When
-//! a transfer ends, whole or not, the server tells the dispatcher. On the dispatcher's word
+//! a transfer ends, whole or not, the server tells the dispatcher, with its ticket. On the dispatcher's word
 //! (control plane, the dispatcher only) it fills its slots from the data center at the start,
 //! and replaces one replica by another fetched from the data center or a peer (`GET
 //! /copy/C`, which it also serves its peers from memory, outside the one-transfer limit: a
