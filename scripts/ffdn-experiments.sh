@@ -11,6 +11,7 @@
 #               axis); the cloud reaches every FDN over its own link and forwards nothing
 # usage: scripts/ffdn-experiments.sh [OUT_DIR] [TRACES] [EXPERIMENTS]
 #   default results/ffdn-experiments, traces 0,1,2,3,4, experiments methods,caching,intensity,latency
+#   (an experiment's sweep is refused if OUT_DIR holds an earlier one: move it or give another)
 # Each run takes ~40 s in real time; PARALLEL (default 3) run at once.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

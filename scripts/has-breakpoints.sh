@@ -13,7 +13,8 @@
 #   unscaled/{5mbit,100mbit}-{keepalive,new-connections}/
 #
 # usage: scripts/has-breakpoints.sh [OUT_DIR] [repeats|unscaled|all]
-#        (default results/has-breakpoints, all)
+#        (default results/has-breakpoints, all; a sweep is refused if OUT_DIR holds an earlier
+#        one: move it or give another)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"

@@ -8,7 +8,8 @@ usage: scripts/p2p-compare.sh OUT [--set K=V]…
 Runs topologies/hybrid-p2p-cloud.toml with dispatch=local, proportional and optimal, one
 after another (each about 75 s; the same seed, so the peers play the same chunks), into
 OUT/local, OUT/proportional and OUT/optimal, then prints `cdnlab p2p report` of the three
-(also written to OUT/report.md and OUT/report.json). Other --set options go to every run:
+(also written to OUT/report.md and OUT/report.json); a run never writes into an earlier
+run's directory, so OUT must not hold one. Other --set options go to every run:
 
   scripts/p2p-compare.sh results/p2p-lab
   scripts/p2p-compare.sh results/p2p-churn --set churn=yes

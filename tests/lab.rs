@@ -316,6 +316,29 @@ fn run_into_a_directory_that_holds_files_is_refused_and_touches_nothing() {
         "old"
     );
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+
+    // A run that cannot start (its lab is up already) leaves no directory behind, so the
+    // same command works once the lab is down.
+    run_ok(&["up", lab.topology().to_str().unwrap()]);
+    let fresh = lab.dir.join("fresh");
+    let out = run(&[
+        "run",
+        lab.topology().to_str().unwrap(),
+        "--out",
+        fresh.to_str().unwrap(),
+    ]);
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !fresh.exists(),
+        "the run that never started left {}",
+        fresh.display()
+    );
+    run_ok(&["down", &lab.name]);
 }
 
 fn not_root_is_refused_before_anything_is_made() {

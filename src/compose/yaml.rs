@@ -83,9 +83,9 @@ fn key(text: &str) -> String {
 
 /// `text` as comment lines, each starting with `#`: a line break inside a value (a variable,
 /// a file's path) must not end the comment and let the rest be read as YAML or shell. YAML
-/// breaks lines at `\r` as well as at `\n`.
+/// parsers break lines at `\r`, NEL, LS and PS as well as at `\n`.
 pub fn commented(text: &str) -> String {
-    text.split(['\n', '\r'])
+    text.split(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'])
         .map(|line| {
             if line.starts_with('#') {
                 line.to_string()
@@ -164,12 +164,12 @@ mod tests {
     #[test]
     fn a_line_break_inside_a_comment_does_not_end_it() {
         let doc: Map = vec![(
-            "# x=1\nservices: {evil: {privileged: true}}\r  image: x".into(),
+            "# x=1\nservices: {evil: {privileged: true}}\r  image: x\u{2028}a: 1\u{85}b: 2".into(),
             Yaml::Plain(String::new()),
         )];
         assert_eq!(
             write(&doc),
-            "# x=1\n# services: {evil: {privileged: true}}\n#   image: x\n"
+            "# x=1\n# services: {evil: {privileged: true}}\n#   image: x\n# a: 1\n# b: 2\n"
         );
     }
 

@@ -156,8 +156,8 @@ async fn within<T>(limit: Duration, future: impl Future<Output = T>) -> io::Resu
 /// Turns the server's stream error codes back into what they mean.
 fn explain_code(code: quinn::VarInt) -> Option<&'static str> {
     match u32::try_from(code.into_inner()) {
-        Ok(BAD_REQUEST) => Some("the server refused the request (too large, cut short, or not the message type it expects)"),
-        Ok(BAD_RESPONSE) => Some("the server could not send its response (over the frame limit)"),
+        Ok(BAD_REQUEST) => Some("the server refused the request (too large, cut short, not the message type it expects, or not all there within its time limit)"),
+        Ok(BAD_RESPONSE) => Some("the server could not send its response (over the frame limit, or not taken within its time limit)"),
         _ => None,
     }
 }

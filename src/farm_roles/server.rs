@@ -59,7 +59,14 @@ struct Server {
     rng: Mutex<StdRng>,
     http: reqwest::Client,
     dispatcher: tokio::sync::Mutex<Peer>,
+    /// Room for reports of refused transfers on their way to the dispatcher: past it a
+    /// refusal goes unreported (its lease frees the server in the dispatcher's count), so
+    /// that requests arriving while busy cannot pile reports up.
+    refusals: Arc<tokio::sync::Semaphore>,
 }
+
+/// Reports of refused transfers on their way at once.
+const MAX_REFUSAL_REPORTS: usize = 4;
 
 impl Server {
     fn slot_of(&self, content: u32) -> Option<Slot> {
@@ -127,8 +134,9 @@ impl Server {
         let Some(content) = content_of(path, "c", contents) else {
             return error(StatusCode::NOT_FOUND, "no such content");
         };
-        // Only a transfer the dispatcher assigned may make this server busy: it is the one the
-        // dispatcher waits to hear the end of.
+        // A user's request comes through the dispatcher, whose redirect carries the ticket of
+        // the transfer it assigned: the one it waits to hear the end of. (The server cannot
+        // tell a made-up ticket from a real one; the dispatcher can.)
         let Some(ticket) = ticket_of(request.uri().query()) else {
             return error(
                 StatusCode::FORBIDDEN,
@@ -136,6 +144,15 @@ impl Server {
             );
         };
         if self.busy.swap(true, Ordering::AcqRel) {
+            // The dispatcher thinks this transfer is here (it assigned it after an earlier
+            // one's lease ran out): told that it ended, it stops counting this server busy.
+            if let Ok(report) = self.refusals.clone().try_acquire_owned() {
+                let server = self.clone();
+                tokio::spawn(async move {
+                    server.report_done(ticket).await;
+                    drop(report);
+                });
+            }
             return http::unavailable("busy with another transfer");
         }
         let (done, ended) = oneshot::channel();
@@ -325,6 +342,7 @@ pub async fn run(
         rng: Mutex::new(StdRng::seed_from_u64(seed)),
         http,
         dispatcher: tokio::sync::Mutex::new(Peer::new(&config.dispatcher)),
+        refusals: Arc::new(tokio::sync::Semaphore::new(MAX_REFUSAL_REPORTS)),
         identity: identity.clone(),
         node: node.clone(),
         config: config.clone(),

@@ -424,6 +424,9 @@ mod tests {
         let mut off = state();
         off.topology.segments[0].members = vec![0, 5];
         assert!(off.check().unwrap_err().contains("names node 5"));
+        let mut off = state();
+        off.topology.nodes[1].interfaces[0].segment = 9;
+        assert!(off.check().unwrap_err().contains("names segment 9"));
         for pid in [1, 0, -1] {
             let mut off = state();
             off.owner = Some(ProcessRecord { pid, start_time: 1 });

@@ -28,20 +28,25 @@ pub struct RunOptions {
 /// Runs the scenario and returns the aggregated summary (also written to `OUT/summary.json`).
 pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunSummary> {
     let out = &options.out_dir;
-    new_results_dir(out).map_err(|e| lab::Error(format!("{}: {e}", out.display())))?;
-    std::fs::copy(&options.topology_file, out.join("topology.toml"))
-        .map_err(|e| lab::Error(format!("{}: {e}", options.topology_file.display())))?;
-    write_json(
-        &out.join("topology.json"),
-        &serde_json::to_value(&topology).unwrap_or_default(),
-    )?;
-    let up_options = lab::UpOptions {
-        out_dir: Some(out.join("nodes")),
-        link_backend: options.up.link_backend,
-        seed: options.up.seed,
-    };
+    let made = new_results_dir(out).map_err(|e| lab::Error(format!("{}: {e}", out.display())))?;
     let started = std::time::SystemTime::now();
-    let mut state = lab::up(topology, &up_options)?;
+    let up = |topology: Topology| {
+        std::fs::copy(&options.topology_file, out.join("topology.toml"))
+            .map_err(|e| lab::Error(format!("{}: {e}", options.topology_file.display())))?;
+        write_json(
+            &out.join("topology.json"),
+            &serde_json::to_value(&topology).unwrap_or_default(),
+        )?;
+        let up_options = lab::UpOptions {
+            out_dir: Some(out.join("nodes")),
+            link_backend: options.up.link_backend,
+            seed: options.up.seed,
+        };
+        lab::up(topology, &up_options)
+    };
+    // A run that never started leaves no results behind, so the same command can be given
+    // again (with root, once the other lab is down).
+    let mut state = up(topology).inspect_err(|_| made.remove())?;
     let view = options.web.and_then(|listener| {
         crate::web::LiveView::start(listener, &state.lab)
             .inspect(|view| eprintln!("live view: http://{}", view.server.addr))
@@ -94,15 +99,16 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
 /// into a directory that already holds files would mix with another run's (a summary read
 /// back as this run's) and would follow any symlink planted there. Made anew, the directory
 /// is root's, and nobody else can place anything in it.
-fn new_results_dir(out: &std::path::Path) -> std::io::Result<()> {
+fn new_results_dir(out: &Path) -> std::io::Result<ResultsDir> {
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
     match std::fs::create_dir(out) {
+        Ok(()) => Ok(ResultsDir::Made(out.to_path_buf())),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let empty_dir = out.symlink_metadata()?.is_dir() && out.read_dir()?.next().is_none();
             if empty_dir {
-                Ok(())
+                Ok(ResultsDir::WasEmpty(out.to_path_buf()))
             } else {
                 Err(std::io::Error::new(
                     e.kind(),
@@ -110,7 +116,31 @@ fn new_results_dir(out: &std::path::Path) -> std::io::Result<()> {
                 ))
             }
         }
-        made => made,
+        Err(e) => Err(e),
+    }
+}
+
+/// A run's results directory, as `new_results_dir` found it.
+enum ResultsDir {
+    /// Made by this run: all of it is the run's.
+    Made(PathBuf),
+    /// An empty directory that was there: only what the run wrote into it is the run's.
+    WasEmpty(PathBuf),
+}
+
+impl ResultsDir {
+    /// Removes what the run wrote, for a run that never started.
+    fn remove(&self) {
+        match self {
+            ResultsDir::Made(dir) => {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            ResultsDir::WasEmpty(dir) => {
+                let _ = std::fs::remove_file(dir.join("topology.toml"));
+                let _ = std::fs::remove_file(dir.join("topology.json"));
+                let _ = std::fs::remove_dir_all(dir.join("nodes"));
+            }
+        }
     }
 }
 

@@ -174,6 +174,18 @@ impl Topology {
         };
         for n in &self.nodes {
             super::check_node_name(&n.name, "node")?;
+            if let Some(i) = n
+                .interfaces
+                .iter()
+                .find(|i| i.segment >= self.segments.len())
+            {
+                return Err(format!(
+                    "an interface of node `{}` names segment {}, but there are {} segments",
+                    n.name,
+                    i.segment,
+                    self.segments.len()
+                ));
+            }
         }
         for s in &self.segments {
             let (ok, needs) = match s.kind {

@@ -115,7 +115,7 @@ pub async fn handle(site: Arc<Site>, request: Request<Incoming>) -> Response<Web
     if !host_allowed(site.loopback, request.headers(), request.uri()) {
         return plain(
             StatusCode::MISDIRECTED_REQUEST,
-            "this view answers only requests for localhost (start it with --expose to serve other names)\n",
+            "this view listens on loopback and answers only requests for localhost, 127.0.0.1 or [::1] (to serve other names, listen on another address with --expose)\n",
         );
     }
     match request.uri().path() {

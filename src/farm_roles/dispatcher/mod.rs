@@ -80,6 +80,9 @@ struct Dispatcher {
     index: HashMap<String, u32>,
     /// One line per server, for replacements.
     lines: Vec<ServerLine>,
+    /// Makes the n-th ticket one nobody can guess (SipHash under keys the OS drew for this
+    /// process), so that a report naming a ticket the dispatcher did not give is told apart.
+    tickets: std::hash::RandomState,
 }
 
 /// Replacements one server may have waiting at once: each call may take seconds when the
@@ -122,7 +125,7 @@ impl Dispatcher {
             let mut ticket = None;
             if let Decision::Serve { server } = step.decision {
                 let assignment = Assignment {
-                    ticket: state.next_ticket,
+                    ticket: std::hash::BuildHasher::hash_one(&self.tickets, state.next_ticket),
                     since: Instant::now(),
                 };
                 state.next_ticket += 1;
@@ -338,6 +341,7 @@ pub async fn run(
         index: (config.servers.iter().enumerate())
             .map(|(i, name)| (name.clone(), i as u32))
             .collect(),
+        tickets: std::hash::RandomState::new(),
         lines: (config.servers.iter())
             .map(|name| ServerLine {
                 peer: tokio::sync::Mutex::new(Peer::new(name)),
