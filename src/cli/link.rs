@@ -103,6 +103,24 @@ pub(super) fn link_between(state: &LabState, a: &str, b: &str) -> Result<usize, 
 fn set(args: SetArgs) -> Result<(), Failure> {
     // The flags first: a bad value is a usage error whether or not the lab is up.
     let change = args.change.to_change().map_err(usage_error)?;
+    let from = match (&args.from, &args.dir) {
+        (Some(_), Some(_)) => return Err(usage_error("give --from or --dir, not both")),
+        (Some(from), None) => Some(from.clone()),
+        (None, Some(dir)) => {
+            // Compared whole, not split at a `-`: node names may hold one (`edge-1`).
+            let (a, b) = (&args.ends.a, &args.ends.b);
+            if *dir == format!("{a}-{b}") {
+                Some(a.clone())
+            } else if *dir == format!("{b}-{a}") {
+                Some(b.clone())
+            } else {
+                return Err(usage_error(format!(
+                    "--dir `{dir}`: expected {a}-{b} or {b}-{a}"
+                )));
+            }
+        }
+        (None, None) => None,
+    };
     let mut state = load_lab(&args.lab.resolve()?)?;
     if change.is_empty() {
         return Err(usage_error(
@@ -110,26 +128,6 @@ fn set(args: SetArgs) -> Result<(), Failure> {
         ));
     }
     let segment = link_between(&state, &args.ends.a, &args.ends.b)?;
-    let from = match (&args.from, &args.dir) {
-        (Some(_), Some(_)) => return Err(usage_error("give --from or --dir, not both")),
-        (Some(from), None) => Some(from.clone()),
-        (None, Some(dir)) => match dir.split_once('-') {
-            Some((from, to))
-                if [from, to] == [&args.ends.a, &args.ends.b]
-                    || [to, from] == [&args.ends.a, &args.ends.b] =>
-            {
-                Some(from.to_string())
-            }
-            _ => {
-                return Err(usage_error(format!(
-                    "--dir `{dir}`: expected {a}-{b} or {b}-{a}",
-                    a = args.ends.a,
-                    b = args.ends.b
-                )))
-            }
-        },
-        (None, None) => None,
-    };
     let members = state.topology.segments[segment].members.clone();
     let senders = match from {
         None => members,
@@ -185,6 +183,32 @@ mod tests {
     struct Cli {
         #[command(subcommand)]
         verb: LinkVerb,
+    }
+
+    /// `--dir` names a direction by both ends, whose names may hold a `-` themselves; it is
+    /// checked against the link's ends before any lab is looked for.
+    #[test]
+    fn a_direction_between_hyphenated_names_is_understood() {
+        let set = |dir: &str| {
+            let args = ["link", "set", "--lab", "no-such-lab", "edge-1", "core-2"];
+            let cli = Cli::try_parse_from(args.into_iter().chain(["--delay", "5ms", "--dir", dir]))
+                .unwrap();
+            run(cli.verb).unwrap_err()
+        };
+        for dir in ["edge-1-core-2", "core-2-edge-1"] {
+            let failure = set(dir);
+            assert!(
+                !failure.message.contains("--dir"),
+                "{dir}: {}",
+                failure.message
+            );
+        }
+        let failure = set("edge-core-2");
+        assert_eq!(failure.status, 2, "{}", failure.message);
+        assert_eq!(
+            failure.message,
+            "--dir `edge-core-2`: expected edge-1-core-2 or core-2-edge-1"
+        );
     }
 
     #[test]
