@@ -1,11 +1,13 @@
 //! A dCS's pull-through copy of chunks it was not assigned: the first request for a chunk
 //! fetches it from the origin (concurrent requests for it wait for that one fetch), the bytes
 //! stay in memory, and later requests are served from there. A failed fetch is not kept, so
-//! the next request tries again. Memory is bounded by the origin's catalog: only chunks the
-//! origin answered 200 for are kept.
+//! the next request tries again. Memory is bounded by a byte budget: when a new copy does not
+//! fit, the least recently used copies go (`crate::lru`), so a client walking a large
+//! catalogue cannot grow a dCS without end. A body above `MAX_COPY` (or the budget) is refused
+//! (the client gets 502), so what fetches under way hold is bounded per request too.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,6 +15,13 @@ use tokio::sync::OnceCell;
 
 use crate::cdn::hashing::hash64;
 use crate::cdn::BaseUrl;
+use crate::lru::ByteLru;
+
+/// The default bound on a dCS's copies from the origin, as on the chunks it generates itself
+/// (`segment_cache::DEFAULT_BUDGET`): a typical catalogue fits whole.
+pub(crate) const DEFAULT_BUDGET: usize = super::segment_cache::DEFAULT_BUDGET;
+/// The largest chunk taken from the origin: a 10 s segment at 50 Mbit/s fits.
+pub(crate) const MAX_COPY: usize = 64 << 20;
 
 /// A chunk fetched from the origin.
 #[derive(Debug)]
@@ -32,15 +41,30 @@ pub(crate) enum FetchError {
     Failed(String),
 }
 
+type Cell = Arc<OnceCell<Arc<Copy>>>;
+
 pub(crate) struct OriginCache {
     origin: BaseUrl,
     client: reqwest::Client,
-    /// Keyed by canonical path. The map's lock is held only to find or insert a cell.
-    copies: Mutex<HashMap<String, Arc<OnceCell<Arc<Copy>>>>>,
+    /// The largest body taken from the origin: `MAX_COPY`, or the budget if that is less.
+    largest: u64,
+    /// The fetches under way, keyed by canonical path: at most one per request being served.
+    fetching: Mutex<HashMap<String, Cell>>,
+    /// The copies kept, keyed by canonical path, within the byte budget.
+    kept: Mutex<ByteLru<String, Arc<Copy>>>,
 }
 
 impl OriginCache {
     pub(crate) fn new(origin: BaseUrl, timeout: Duration) -> Result<OriginCache, String> {
+        OriginCache::with_budget(origin, timeout, DEFAULT_BUDGET)
+    }
+
+    /// At most `budget` bytes of copies kept.
+    pub(crate) fn with_budget(
+        origin: BaseUrl,
+        timeout: Duration,
+        budget: usize,
+    ) -> Result<OriginCache, String> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
@@ -49,7 +73,9 @@ impl OriginCache {
         Ok(OriginCache {
             origin,
             client,
-            copies: Mutex::new(HashMap::new()),
+            largest: budget.min(MAX_COPY) as u64,
+            fetching: Mutex::new(HashMap::new()),
+            kept: Mutex::new(ByteLru::new(budget)),
         })
     }
 
@@ -57,26 +83,38 @@ impl OriginCache {
         &self.origin
     }
 
-    /// The chunk at canonical `path`, fetched once.
+    /// The chunk at canonical `path`, fetched once while it stays kept.
     pub(crate) async fn get(&self, path: &str) -> Result<Arc<Copy>, FetchError> {
         let cell = {
-            // A poisoned lock only means another request panicked mid-insert; the map is
-            // still a valid map.
-            let mut copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
-            copies.entry(path.to_string()).or_default().clone()
+            let mut fetching = lock(&self.fetching);
+            // Looked up under the `fetching` lock: a fetch that just finished has kept its
+            // copy before it leaves `fetching`, so the copy is found one way or the other.
+            if let Some(copy) = lock(&self.kept).get(path) {
+                return Ok(copy.clone());
+            }
+            fetching.entry(path.to_string()).or_default().clone()
         };
-        let result = cell
+        let leaving = Leaving {
+            fetching: &self.fetching,
+            path,
+            cell,
+        };
+        let result = leaving
+            .cell
             .get_or_try_init(|| self.fetch(path))
             .await
             .map(Arc::clone);
-        if result.is_err() {
-            // Keep no empty cell per failed path, so unknown paths cannot grow the map.
-            let mut copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
-            if copies.get(path).is_some_and(|cell| !cell.initialized()) {
-                copies.remove(path);
-            }
+        if let Ok(copy) = &result {
+            let size = copy.bytes.len();
+            lock(&self.kept).insert(path.to_string(), copy.clone(), size);
         }
         result
+    }
+
+    /// Bytes of copies kept now.
+    #[cfg(test)]
+    pub(crate) fn kept_bytes(&self) -> usize {
+        lock(&self.kept).used()
     }
 
     async fn fetch(&self, path: &str) -> Result<Arc<Copy>, FetchError> {
@@ -96,8 +134,131 @@ impl OriginCache {
             .and_then(|v| v.to_str().ok())
             .filter(|tag| tag.len() >= 2 && tag.starts_with('"') && tag.ends_with('"'))
             .map(str::to_string);
-        let bytes = response.bytes().await.map_err(|e| failed(&e))?;
+        let bytes = crate::roles::fetch::body_at_most(response, self.largest)
+            .await
+            .map_err(|e| failed(&e))?;
         let etag = etag.unwrap_or_else(|| format!("\"o-{:016x}\"", hash64(&bytes)));
         Ok(Arc::new(Copy { bytes, etag }))
+    }
+}
+
+/// Takes a fetch's cell out of `fetching` when a request that waited on it ends, however it
+/// ends (a client that hangs up drops its request mid-fetch), unless a later cell has taken the
+/// path's place: a failed fetch is tried again by the next request, and no path stays behind.
+struct Leaving<'a> {
+    fetching: &'a Mutex<HashMap<String, Cell>>,
+    path: &'a str,
+    cell: Cell,
+}
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        let mut fetching = lock(self.fetching);
+        if fetching
+            .get(self.path)
+            .is_some_and(|c| Arc::ptr_eq(c, &self.cell))
+        {
+            fetching.remove(self.path);
+        }
+    }
+}
+
+/// A poisoned lock only means another request panicked between two consistent states (every
+/// update above completes before its guard drops), so its data is still usable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const CHUNK: usize = 1000;
+
+    /// An origin on loopback answering every path with `CHUNK` bytes, counting its requests;
+    /// a path with `hold` in it is never answered.
+    async fn origin() -> (BaseUrl, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = BaseUrl::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let counted = requests.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut request = [0; 1024];
+                    let n = stream.read(&mut request).await.unwrap_or(0);
+                    if String::from_utf8_lossy(&request[..n]).contains("hold") {
+                        return std::future::pending::<()>().await;
+                    }
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {CHUNK}\r\nconnection: close\r\n\r\n"
+                    );
+                    let _ = stream.write_all(head.as_bytes()).await;
+                    let _ = stream.write_all(&[7; CHUNK]).await;
+                });
+            }
+        });
+        (url, requests)
+    }
+
+    /// Walking a catalogue larger than the budget keeps at most the budget; a copy still kept
+    /// is served without asking the origin, one that was evicted is fetched again.
+    #[tokio::test]
+    async fn copies_stay_within_the_budget_and_the_oldest_go() {
+        let (url, requests) = origin().await;
+        let cache = OriginCache::with_budget(url, Duration::from_secs(10), 3 * CHUNK).unwrap();
+        for n in 0..10 {
+            let copy = cache.get(&format!("/v/{n}.m4s")).await.unwrap();
+            assert_eq!(copy.bytes.len(), CHUNK);
+            assert!(cache.kept_bytes() <= 3 * CHUNK, "{}", cache.kept_bytes());
+        }
+        assert_eq!(requests.load(Ordering::SeqCst), 10);
+        cache.get("/v/9.m4s").await.unwrap();
+        assert_eq!(
+            requests.load(Ordering::SeqCst),
+            10,
+            "a kept copy was fetched again"
+        );
+        cache.get("/v/0.m4s").await.unwrap();
+        assert_eq!(
+            requests.load(Ordering::SeqCst),
+            11,
+            "an evicted copy was not fetched"
+        );
+        assert!(lock(&cache.fetching).is_empty(), "a finished fetch stayed");
+    }
+
+    /// A request that goes away mid-fetch (its client hung up) leaves nothing behind.
+    #[tokio::test]
+    async fn an_abandoned_fetch_leaves_no_cell() {
+        let (url, _) = origin().await;
+        let cache = OriginCache::new(url, Duration::from_secs(10)).unwrap();
+        for n in 0..3 {
+            let path = format!("/v/hold-{n}.m4s");
+            let fetch = cache.get(&path);
+            assert!(tokio::time::timeout(Duration::from_millis(100), fetch)
+                .await
+                .is_err());
+        }
+        assert!(
+            lock(&cache.fetching).is_empty(),
+            "an abandoned fetch stayed"
+        );
+    }
+
+    /// A body above the budget is refused: nothing that large could be kept.
+    #[tokio::test]
+    async fn a_body_above_the_budget_is_refused() {
+        let (url, _) = origin().await;
+        let cache = OriginCache::with_budget(url, Duration::from_secs(10), CHUNK - 1).unwrap();
+        match cache.get("/v/0.m4s").await {
+            Err(FetchError::Failed(message)) => assert!(message.contains("limit"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(cache.kept_bytes(), 0);
+        assert!(lock(&cache.fetching).is_empty());
     }
 }

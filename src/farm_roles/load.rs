@@ -103,7 +103,7 @@ async fn request(
             .await
             .map_err(|e| e.to_string())?;
         let status = response.status();
-        response.bytes().await.map_err(|e| e.to_string())?;
+        crate::roles::fetch::drain_body(response).await?;
         record.transfer_s = transfer.elapsed().as_secs_f64();
         record.outcome = match status.as_u16() {
             200 if to_datacenter => Outcome::DataCenter,

@@ -75,8 +75,21 @@ impl Cloud {
             .collect()
     }
 
+    /// The segments of a registration that the catalogue has, each once: what an FDN can make
+    /// the metadata every FDN reads hold is bounded by the catalogue, not by what it sends.
+    fn in_catalogue(&self, mut cached: Vec<SegmentId>) -> Vec<SegmentId> {
+        cached.retain(|&(video, index)| {
+            (self.catalog)
+                .segment(video as usize, index as usize)
+                .is_some()
+        });
+        cached.sort_unstable();
+        cached.dedup();
+        cached
+    }
+
     /// Answers FDN `peer` (`serve` lets only the configured FDNs through): a registration is
-    /// filed under the caller's own index.
+    /// filed under the caller's own index, keeping what the catalogue has.
     fn handle_control(&self, peer: &PeerName, request: CloudRequest) -> CloudResponse {
         match request {
             CloudRequest::Register { cached } => {
@@ -87,7 +100,7 @@ impl Cloud {
                 let mut caches = self.caches.lock().unwrap_or_else(|p| p.into_inner());
                 match index.and_then(|i| caches.get_mut(i)) {
                     Some(slot) => {
-                        *slot = cached;
+                        *slot = self.in_catalogue(cached);
                         CloudResponse::Registered
                     }
                     None => {
@@ -307,12 +320,20 @@ mod tests {
         );
         let err = call("viewers", CloudRequest::Metadata).await.unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied, "{err}");
+        // Segments the catalogue lacks are dropped, and repeats kept once.
+        let last_video = cloud.catalog.videos.len() as u32 - 1;
+        let beyond = cloud.catalog.videos[0].segments.len() as u32;
+        let sent = vec![(3, 4), (last_video + 1, 0), (0, beyond), (3, 4), (0, 0)];
         assert!(matches!(
-            call("fdn2", register(vec![(3, 4)])).await.unwrap(),
+            call("fdn2", register(sent)).await.unwrap(),
             CloudResponse::Registered
         ));
         let caches = cloud.caches.lock().unwrap().clone();
-        assert_eq!(caches, vec![vec![], vec![(3, 4)]], "filed under fdn2 only");
+        assert_eq!(
+            caches,
+            vec![vec![], vec![(0, 0), (3, 4)]],
+            "filed under fdn2 only"
+        );
         assert!(matches!(
             call("fdn1", CloudRequest::Metadata).await.unwrap(),
             CloudResponse::Metadata(_)

@@ -19,9 +19,13 @@
 //! Sessions are bounded (`fog::sessions`): at most `max_sessions` open (503 past it), and one
 //! no segment has been asked of for `session_idle_timeout` is dropped with its pending fetches
 //! and processing, so requests that open sessions and go away cost the FDN and the cloud little.
+//! A session is named by a token only its viewer was given (its number and a SipHash of it under
+//! keys the OS drew for this FDN), so no one else can read it, nor close it by reading its last
+//! segment. A dropped session's segments not yet here fail at once (502), so no read of them
+//! waits for work that was cancelled.
 //!
-//! HTTP: `GET /open/VIDEO?fb=MEAN,SD&pb=MEAN,SD` opens a session (JSON `{session, segments}`);
-//! `GET /segment/SESSION/INDEX` a segment once here (header `x-source`); `GET /cache/VIDEO/INDEX`
+//! HTTP: `GET /open/VIDEO?fb=MEAN,SD&pb=MEAN,SD` opens a session (JSON `{session, segments}`,
+//! the session a token); `GET /segment/SESSION/INDEX` a segment once here (header `x-source`); `GET /cache/VIDEO/INDEX`
 //! a pre-processed segment for a neighbour (404 if not held); `GET /probe?bytes=N`.
 
 use super::config::FdnConfig;
@@ -44,6 +48,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::Distribution;
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -76,11 +81,21 @@ struct Session {
 }
 
 impl Session {
-    /// Stops the work still pending for a session nobody will read any more.
+    /// Stops the work still pending for a session nobody will read any more, and fails its
+    /// segments not yet here: a read still waiting on one gets its answer now.
     fn cancel(&self) {
         self.cancelled.store(true, Ordering::Relaxed);
         for fetch in lock(&self.fetches).drain(..) {
             fetch.abort();
+        }
+        for segment in &self.segments {
+            segment.state.send_if_modified(|slot| {
+                let pending = *slot == Slot::Pending;
+                if pending {
+                    *slot = Slot::Failed("the session was closed".into());
+                }
+                pending
+            });
         }
     }
 
@@ -119,9 +134,14 @@ struct Fdn {
     http: reqwest::Client,
     state: Mutex<State>,
     sessions: Mutex<Sessions<Arc<Session>>>,
+    /// Keys of the session tokens (`Fdn::token`).
+    session_keys: RandomState,
     started: Instant,
     tasks: mpsc::UnboundedSender<Task>,
 }
+
+/// How many hexadecimal digits a session token's check has.
+const CHECK_DIGITS: usize = 16;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -174,6 +194,20 @@ impl Fdn {
         self.started.elapsed().as_secs_f64()
     }
 
+    /// The token that names session `id` to its viewer: `ID-CHECK`, CHECK a SipHash of ID
+    /// under this FDN's keys, which nobody else can compute.
+    fn token(&self, id: u64) -> String {
+        let check = self.session_keys.hash_one(id);
+        format!("{id}-{check:0width$x}", width = CHECK_DIGITS)
+    }
+
+    /// The session id a token names, if this FDN gave it.
+    fn session_of(&self, token: &str) -> Option<u64> {
+        let (id, check) = token.split_once('-')?;
+        let id: u64 = id.parse().ok()?;
+        (check.len() == CHECK_DIGITS && self.token(id) == token).then_some(id)
+    }
+
     /// The request processor and segment cost estimator: decides every segment of the video
     /// against its deadline (the stream's arrival and start-up delay, as the viewer sent them)
     /// and starts getting each. Refused: no such video (404), or `max_sessions` open (503).
@@ -182,7 +216,7 @@ impl Fdn {
         video: usize,
         viewer: PathModel,
         stream: StreamTimes,
-    ) -> Result<(u64, usize), (StatusCode, String)> {
+    ) -> Result<(String, usize), (StatusCode, String)> {
         let n = self
             .catalog
             .videos
@@ -276,7 +310,7 @@ impl Fdn {
                 }
             }
         }
-        Ok((id, n))
+        Ok((self.token(id), n))
     }
 
     /// Fetches a segment from a neighbour (or the cloud), learning the path from the transfer;
@@ -325,10 +359,7 @@ impl Fdn {
             return Err(format!("status {}", response.status()));
         }
         let first_byte = start.elapsed().as_secs_f64();
-        let body = response.bytes().await.map_err(|e| e.to_string())?;
-        if body.len() as u64 != bytes {
-            return Err(format!("{} bytes, not {bytes}", body.len()));
-        }
+        crate::roles::fetch::exact_body(response, bytes).await?;
         let total = start.elapsed().as_secs_f64();
         lock(&self.state)
             .paths
@@ -367,7 +398,7 @@ impl Fdn {
                 }
             }
             ["segment", session, index] => {
-                let found = session.parse::<u64>().ok().and_then(|id| {
+                let found = self.session_of(session).and_then(|id| {
                     let session = lock(&self.sessions).begin_read(id, Instant::now())?;
                     Some(Reading {
                         fdn: self.clone(),
@@ -653,6 +684,7 @@ pub async fn start(
             config.max_sessions,
             config.session_idle_timeout,
         )),
+        session_keys: RandomState::new(),
         started: Instant::now(),
         tasks,
         config,
@@ -734,16 +766,30 @@ mod tests {
         }
     }
 
-    /// A cloud that answers the FDN's start-up probe of segment 0/0 and holds every other
-    /// segment forever, counting the requests it holds.
-    async fn holding_cloud(bytes: u64) -> (Running, Arc<AtomicUsize>) {
+    /// Whether the test cloud holds segment (video, index) forever instead of serving it.
+    type Holds = fn(usize, usize) -> bool;
+
+    /// Every segment but the FDN's start-up probe of 0/0.
+    const ALL_BUT_THE_PROBE: Holds = |video, index| (video, index) != (0, 0);
+
+    /// A cloud that serves the segments of `catalog` that `holds` does not hold and holds the
+    /// others forever, counting the requests it holds.
+    async fn holding_cloud(catalog: Catalog, holds: Holds) -> (Running, Arc<AtomicUsize>) {
         let held = Arc::new(AtomicUsize::new(0));
         let counter = held.clone();
+        let catalog = Arc::new(catalog);
         let handler = move |request: Request<hyper::body::Incoming>| {
             let counter = counter.clone();
+            let catalog = catalog.clone();
             async move {
-                if request.uri().path() == "/repo/0/0" {
-                    return http::payload(segment_payload(0, 0), bytes);
+                let path = request.uri().path().to_string();
+                let segment = path.strip_prefix("/repo/").and_then(|rest| {
+                    let (video, index) = rest.split_once('/')?;
+                    Some((video.parse().ok()?, index.parse().ok()?))
+                });
+                if let Some((video, index)) = segment.filter(|&(v, i)| !holds(v, i)) {
+                    let bytes = catalog.videos[video].segments[index].bytes;
+                    return http::payload(segment_payload(video, index), bytes);
                 }
                 counter.fetch_add(1, Ordering::SeqCst);
                 let _held = InFlight(counter);
@@ -768,13 +814,16 @@ mod tests {
         }
     }
 
-    /// Starts an FDN configured by `toml`, its cloud a holding cloud; with the count of the
-    /// requests that cloud holds.
-    async fn test_fdn(toml: &str, name: &str) -> (Running, Running, Arc<AtomicUsize>, FdnConfig) {
+    /// Starts an FDN configured by `toml`, its cloud a holding cloud holding what `holds`
+    /// says; with the count of the requests that cloud holds.
+    async fn test_fdn(
+        toml: &str,
+        name: &str,
+        holds: Holds,
+    ) -> (Running, Running, Arc<AtomicUsize>, FdnConfig) {
         let table: toml::Table = toml.parse().unwrap();
         let mut config = super::super::config::fdn(&table).unwrap();
-        let bytes = Catalog::generate(&config.catalog).videos[0].segments[0].bytes;
-        let (cloud, held) = holding_cloud(bytes).await;
+        let (cloud, held) = holding_cloud(Catalog::generate(&config.catalog), holds).await;
         config.cloud = cloud.http.to_string();
         let dir = TempDir::new(name);
         issue_lab_certs(&dir.0, name, &["fdn1"]).unwrap();
@@ -799,6 +848,7 @@ mod tests {
             catalog = { videos = 1, segments_min = 5, segments_max = 5, segment_duration = "2s" }
             "#,
             "fdn-deadlines",
+            ALL_BUT_THE_PROBE,
         )
         .await;
         let client = reqwest::Client::new();
@@ -816,7 +866,7 @@ mod tests {
             .await
             .unwrap();
         let opened: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let session = opened["session"].as_u64().unwrap();
+        let session = opened["session"].as_str().unwrap().to_string();
         assert_eq!(opened["segments"], 5);
         assert_eq!(config.catalog.segment_duration_s, 2.0);
         for index in 0..5 {
@@ -871,6 +921,7 @@ mod tests {
             catalog = { videos = 1, segments_min = 3, segments_max = 3 }
             "#,
             "fdn-sessions",
+            ALL_BUT_THE_PROBE,
         )
         .await;
         let client = reqwest::Client::new();
@@ -900,6 +951,71 @@ mod tests {
         })
         .await;
         assert_eq!(open().await.status(), StatusCode::OK, "room again");
+        fdn.stop().await.unwrap();
+        cloud.stop().await.unwrap();
+    }
+
+    /// A session is read only through the token its viewer was given: its bare number, or the
+    /// number with a made-up check, is no session. When the session closes (its last segment
+    /// read) while a read still waits on a segment whose fetch it cancels, that read gets 502
+    /// at once instead of waiting for ever.
+    #[tokio::test]
+    async fn a_session_is_its_viewers_and_closing_it_answers_every_waiting_read() {
+        let (fdn, cloud, held, _) = test_fdn(
+            r#"
+            index = 0
+            method = "central-cloud"
+            probes = 1
+            fetch_timeout = "60s"
+            catalog = { videos = 1, segments_min = 3, segments_max = 3 }
+            "#,
+            "fdn-tokens",
+            |video, index| (video, index) == (0, 1),
+        )
+        .await;
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let arrival = unix_now_s();
+        let open = format!(
+            "http://{}/open/0?fb=0.01,0.001&pb=0.000001,0&arrival={arrival}&startup=1",
+            fdn.http
+        );
+        let text = client.get(open).send().await.unwrap().text().await.unwrap();
+        let opened: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let token = opened["session"].as_str().unwrap().to_string();
+        let number: String = token.chars().take_while(|c| *c != '-').collect();
+        let segment = |session: &str, index: usize| {
+            let url = format!("http://{}/segment/{session}/{index}", fdn.http);
+            let client = client.clone();
+            async move { client.get(url).send().await.unwrap() }
+        };
+        let guesses: Vec<String> = vec![
+            number.clone(),
+            format!("{number}-{:016x}", 0),
+            format!("{number}-"),
+        ];
+        for guess in &guesses {
+            let status = segment(guess, 0).await.status();
+            assert_eq!(status, StatusCode::NOT_FOUND, "{guess}");
+        }
+        assert_eq!(segment(&token, 0).await.status(), StatusCode::OK);
+        until("the cloud holds segment 1", || {
+            held.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        let waiting = tokio::spawn(segment(&token, 1));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!waiting.is_finished(), "segment 1 is held by the cloud");
+        assert_eq!(segment(&token, 2).await.status(), StatusCode::OK);
+        let answered = waiting.await.unwrap();
+        assert_eq!(answered.status(), StatusCode::BAD_GATEWAY);
+        assert!(answered.text().await.unwrap().contains("closed"));
+        until("the fetch is cancelled", || {
+            held.load(Ordering::SeqCst) == 0
+        })
+        .await;
         fdn.stop().await.unwrap();
         cloud.stop().await.unwrap();
     }

@@ -11,6 +11,7 @@ use super::config::ViewersConfig;
 use crate::fog::catalog::Catalog;
 use crate::fog::stats::PathModel;
 use crate::fog::workload::{deadline_s, Trace};
+use crate::roles::fetch::{body_at_most, exact_body};
 use crate::roles::rows::RowLog;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -58,14 +59,24 @@ async fn get_json(client: &reqwest::Client, url: &str, timeout: Duration) -> Res
         .await
         .map_err(|e| format!("{url}: {e}"))?;
     let status = response.status();
-    let text = response.text().await.map_err(|e| format!("{url}: {e}"))?;
+    let body = body_at_most(response, MAX_JSON)
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
     if !status.is_success() {
+        let text = String::from_utf8_lossy(&body);
         return Err(format!("{url}: {status}: {}", text.trim()));
     }
-    serde_json::from_str(&text).map_err(|e| format!("{url}: {e}"))
+    serde_json::from_slice(&body).map_err(|e| format!("{url}: {e}"))
 }
 
-/// Times `probes` transfers of 250 kB from each FDN: the viewers' path models.
+/// The largest JSON answer read from the cloud or an FDN: the FDN list of a large lab is a few
+/// kilobytes.
+const MAX_JSON: u64 = 1 << 20;
+
+/// The size of a probe transfer.
+const PROBE_BYTES: u64 = 250_000;
+
+/// Times `probes` transfers of `PROBE_BYTES` from each FDN: the viewers' path models.
 async fn measure(
     client: &reqwest::Client,
     fdns: &[String],
@@ -77,7 +88,7 @@ async fn measure(
         for _ in 0..probes.max(2) {
             let start = Instant::now();
             let Ok(response) = client
-                .get(format!("http://{fdn}/probe?bytes=250000"))
+                .get(format!("http://{fdn}/probe?bytes={PROBE_BYTES}"))
                 .timeout(REQUEST_TIMEOUT)
                 .send()
                 .await
@@ -85,7 +96,10 @@ async fn measure(
                 continue;
             };
             let first = start.elapsed().as_secs_f64();
-            if let Ok(body) = response.bytes().await {
+            if !response.status().is_success() {
+                continue;
+            }
+            if let Ok(body) = exact_body(response, PROBE_BYTES).await {
                 path.observe(body.len() as u64, first, start.elapsed().as_secs_f64());
             }
         }
@@ -159,7 +173,7 @@ async fn play(
         REQUEST_TIMEOUT,
     )
     .await?;
-    let session = opened["session"].as_u64().ok_or("no session")?;
+    let session = opened["session"].as_str().ok_or("no session")?.to_string();
     let method = opened["method"].as_str().unwrap_or_default().to_string();
     let n = catalog.videos[video].segments.len();
     let mut records = Vec::with_capacity(n);
@@ -194,7 +208,8 @@ async fn play(
             if !response.status().is_success() {
                 return Err(format!("{source}: status {}", response.status()));
             }
-            response.bytes().await.map_err(|e| e.to_string())?;
+            let size = catalog.videos[video].segments[index].bytes;
+            exact_body(response, size).await?;
             Ok((source, fdn_deadline))
         };
         let (received_s, source, fdn_deadline_s) =

@@ -22,6 +22,7 @@ use crate::roles::config::Keys;
 use crate::roles::control::load_identity;
 use crate::roles::control::DEFAULT_CONTROL_PORT;
 use crate::roles::env::NodeEnv;
+use crate::roles::fetch::body_at_most;
 use crate::roles::http::any_address;
 use crate::roles::http::semantics::error;
 use crate::roles::http::spawn_http;
@@ -239,7 +240,7 @@ impl Border {
             .map_err(|e| e.to_string())?;
         let status = upstream.status();
         let site = upstream.headers().get("x-icn-site").cloned();
-        let body = upstream.bytes().await.map_err(|e| e.to_string())?;
+        let body = body_at_most(upstream, super::MAX_OBJECT_BYTES).await?;
         let length = body.len();
         let mut response = Response::new(Body::bytes(body));
         *response.status_mut() = status;
@@ -291,7 +292,7 @@ impl Border {
             ticker.tick().await;
             let started = Instant::now();
             let answered = match self.client.get(&url).send().await {
-                Ok(response) => response.bytes().await.is_ok(),
+                Ok(response) => crate::roles::fetch::drain_body(response).await.is_ok(),
                 Err(_) => false,
             };
             if answered {

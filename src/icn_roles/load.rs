@@ -195,7 +195,7 @@ async fn request(
                 .filter(|s| crate::topology::check_node_name(s, "site").is_ok())
                 .unwrap_or_default();
             let status = response.status().as_u16();
-            match response.bytes().await {
+            match crate::roles::fetch::drain_body(response).await {
                 Ok(_) => (status, cache, site),
                 Err(_) => (0, cache, site),
             }

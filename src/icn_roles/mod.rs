@@ -13,6 +13,10 @@ pub mod site;
 
 use crate::roles::Start;
 
+/// The largest object a CDN site serves (`object_size`), and so the most a router or border
+/// reads of one answer: what it holds in memory per request is bounded by it.
+pub const MAX_OBJECT_BYTES: u64 = 64 << 20;
+
 /// The application a name belongs to: its first component (`/app1/o7` → `app1`).
 fn application(path: &str) -> &str {
     path.trim_start_matches('/').split('/').next().unwrap_or("")

@@ -41,6 +41,7 @@ use toml::Table;
 
 use crate::cdn::BaseUrl;
 use crate::icn::{ContentStore, Fib, Name, Outcome, Pit, Ticket};
+use crate::roles::fetch::body_at_most;
 use crate::roles::http::any_address;
 use crate::roles::http::describe;
 use crate::roles::http::semantics::{self as http, error};
@@ -308,11 +309,11 @@ impl Router {
             let failure = match tokio::time::timeout_at(deadline, get(request)).await {
                 Ok(Ok(data)) => return data,
                 // Nothing was sent: the next hop may still answer in time.
-                Ok(Err(e)) if e.is_connect() => {
-                    refused.push(format!("{hop} ({})", describe(&e)));
+                Ok(Err(GetError::NotTaken(e))) => {
+                    refused.push(format!("{hop} ({e})"));
                     continue;
                 }
-                Ok(Err(e)) => format!("next hop {hop} failed for {name}: {}", describe(&e)),
+                Ok(Err(GetError::Failed(e))) => format!("next hop {hop} failed for {name}: {e}"),
                 Err(_) => format!(
                     "next hop {hop} did not answer {name} within {:?}",
                     self.upstream_timeout
@@ -384,13 +385,25 @@ impl Router {
     }
 }
 
-/// One upstream GET, read whole.
-async fn get(request: reqwest::RequestBuilder) -> Result<Data, reqwest::Error> {
-    let response = request.send().await?;
+/// Why one upstream GET failed.
+enum GetError {
+    /// The hop did not take the connection: nothing was sent.
+    NotTaken(String),
+    Failed(String),
+}
+
+/// One upstream GET, read whole up to the largest object a site serves.
+async fn get(request: reqwest::RequestBuilder) -> Result<Data, GetError> {
+    let response = request.send().await.map_err(|e| match e.is_connect() {
+        true => GetError::NotTaken(describe(&e)),
+        false => GetError::Failed(describe(&e)),
+    })?;
     let status = response.status();
     let header = |name| response.headers().get(name).cloned();
     let (content_type, site) = (header(CONTENT_TYPE), header(X_ICN_SITE));
-    let body = response.bytes().await?;
+    let body = body_at_most(response, super::MAX_OBJECT_BYTES)
+        .await
+        .map_err(GetError::Failed)?;
     Ok(Data {
         status,
         content_type,

@@ -77,8 +77,11 @@ pub fn config(table: &Table) -> Result<SiteConfig, String> {
         return keys.fail("capacity", "must be above zero");
     }
     let object_size = keys.integer("object_size")?.unwrap_or(10_000);
-    if object_size == 0 {
-        return keys.fail("object_size", "must be at least one byte");
+    if !(1..=super::MAX_OBJECT_BYTES).contains(&object_size) {
+        return keys.fail(
+            "object_size",
+            format!("must be 1 to {} bytes", super::MAX_OBJECT_BYTES),
+        );
     }
     Ok(SiteConfig {
         controller: keys
@@ -267,6 +270,7 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::icn_roles::MAX_OBJECT_BYTES;
 
     fn demand(app: &str, region: &str, bytes: u64) -> Demand {
         Demand {
@@ -301,5 +305,22 @@ mod tests {
         counter.add("a1", &"x".repeat(400_000), 4);
         counter.add("a1", "R1", 2);
         assert_eq!(counter.take(), [demand("a1", OVERFLOW_REGION, 6)]);
+    }
+
+    /// An object size a router or border could not read whole is refused by name.
+    #[test]
+    fn object_sizes_are_bounded() {
+        let site = |size: u64| {
+            let text = format!("capacity = \"8mbit\"\napps = [\"app1\"]\nobject_size = {size}");
+            config(&text.parse::<Table>().unwrap())
+        };
+        assert_eq!(
+            site(MAX_OBJECT_BYTES).unwrap().object_size,
+            MAX_OBJECT_BYTES
+        );
+        for bad in [0, MAX_OBJECT_BYTES + 1] {
+            let refused = site(bad).unwrap_err();
+            assert!(refused.contains("object_size"), "{refused}");
+        }
     }
 }

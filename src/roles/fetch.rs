@@ -1,73 +1,145 @@
-//! Taking a body from a peer over HTTP when its size is known in advance (a chunk, a
-//! replica): the only way to bound what a broken or hostile sender can make a role read.
+//! Taking a body from a peer over HTTP without trusting the peer for its size: exactly a
+//! size known in advance (a chunk, a replica), at most a limit, or read through and counted
+//! (a load generator's answers). What a broken or hostile sender can make a role hold is
+//! bounded by each.
 
+use crate::roles::http::describe;
 use bytes::{Bytes, BytesMut};
 
 /// The body of `response`, which must be exactly `size` bytes. A `Content-Length` that says
 /// otherwise is refused before the body is read, a sender that sends more is cut off there,
 /// and one that ends short is an error.
-pub async fn exact_body(mut response: reqwest::Response, size: u64) -> Result<Bytes, String> {
+pub async fn exact_body(response: reqwest::Response, size: u64) -> Result<Bytes, String> {
     if let Some(length) = response.content_length().filter(|&l| l != size) {
         return Err(format!("Content-Length {length}, not {size}"));
     }
-    let mut body = BytesMut::new();
-    while let Some(piece) = response.chunk().await.map_err(|e| e.to_string())? {
-        if (body.len() + piece.len()) as u64 > size {
-            return Err(format!("more than {size} bytes"));
-        }
-        body.extend_from_slice(&piece);
-    }
+    let body = body_at_most(response, size).await?;
     if body.len() as u64 != size {
         return Err(format!("{} bytes, not {size}", body.len()));
+    }
+    Ok(body)
+}
+
+/// The body of `response` when its size is not known in advance, up to `limit` bytes: a
+/// `Content-Length` above it is refused before the body is read, and a sender that sends
+/// more is cut off there.
+pub async fn body_at_most(mut response: reqwest::Response, limit: u64) -> Result<Bytes, String> {
+    if let Some(length) = response.content_length().filter(|&l| l > limit) {
+        return Err(format!(
+            "Content-Length {length}, above the limit of {limit} bytes"
+        ));
+    }
+    let mut body = BytesMut::new();
+    while let Some(piece) = response.chunk().await.map_err(|e| describe(&e))? {
+        if (body.len() + piece.len()) as u64 > limit {
+            return Err(format!("more than {limit} bytes"));
+        }
+        body.extend_from_slice(&piece);
     }
     Ok(body.freeze())
 }
 
+/// Reads the body of `response` to its end without keeping it (a load generator's or a
+/// probe's answer, timed but not used): the bytes it had, with memory bounded by one piece.
+pub async fn drain_body(mut response: reqwest::Response) -> Result<u64, String> {
+    let mut total = 0;
+    while let Some(piece) = response.chunk().await.map_err(|e| describe(&e))? {
+        total += piece.len() as u64;
+    }
+    Ok(total)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::exact_body;
+    use super::{body_at_most, drain_body, exact_body};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    /// The body a loopback server answering once with `response` (written as is) gives.
-    async fn body_of(response: &'static str, size: u64) -> Result<Vec<u8>, String> {
+    /// The response of a loopback server answering once with `raw` (written as is).
+    async fn response_of(raw: &'static str) -> Result<reqwest::Response, String> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
+        tokio::spawn(async move {
             let (mut stream, _) = listener.accept().await.unwrap();
             let mut request = [0; 1024];
             let _ = stream.read(&mut request).await;
-            let _ = stream.write_all(response.as_bytes()).await;
+            let _ = stream.write_all(raw.as_bytes()).await;
         });
-        let got = reqwest::Client::new()
+        reqwest::Client::new()
             .get(format!("http://{addr}/x"))
             .timeout(std::time::Duration::from_secs(10))
             .send()
             .await
-            .map_err(|e| e.to_string())?;
-        let body = exact_body(got, size).await.map(|b| b.to_vec());
-        server.abort();
-        body
+            .map_err(|e| e.to_string())
     }
+
+    /// The body taken from a response `raw`, of `size`.
+    async fn body_of(raw: &'static str, size: Size) -> Result<Vec<u8>, String> {
+        let response = response_of(raw).await?;
+        let body = match size {
+            Size::Exact(size) => exact_body(response, size).await,
+            Size::AtMost(limit) => body_at_most(response, limit).await,
+        };
+        body.map(|b| b.to_vec())
+    }
+
+    enum Size {
+        Exact(u64),
+        AtMost(u64),
+    }
+    use Size::{AtMost, Exact};
 
     #[tokio::test]
     async fn only_a_body_of_the_exact_size_is_taken() {
         let ok = "HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nabcd";
-        assert_eq!(body_of(ok, 4).await.unwrap(), b"abcd");
+        assert_eq!(body_of(ok, Exact(4)).await.unwrap(), b"abcd");
         let says_more = "HTTP/1.1 200 OK\r\ncontent-length: 1000000\r\n\r\nabcd";
         assert_eq!(
-            body_of(says_more, 4).await.unwrap_err(),
+            body_of(says_more, Exact(4)).await.unwrap_err(),
             "Content-Length 1000000, not 4"
         );
         // Without a length, the body is counted as it comes: cut off past the size...
         let sends_more =
             "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n";
         assert_eq!(
-            body_of(sends_more, 4).await.unwrap_err(),
+            body_of(sends_more, Exact(4)).await.unwrap_err(),
             "more than 4 bytes"
         );
         // ...and refused when it ends short.
         let ends_short =
             "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
-        assert_eq!(body_of(ends_short, 4).await.unwrap_err(), "3 bytes, not 4");
+        assert_eq!(
+            body_of(ends_short, Exact(4)).await.unwrap_err(),
+            "3 bytes, not 4"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_body_of_unknown_size_is_taken_up_to_its_limit() {
+        let ok = "HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nabcd";
+        assert_eq!(body_of(ok, AtMost(4)).await.unwrap(), b"abcd");
+        let short = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nab";
+        assert_eq!(body_of(short, AtMost(4)).await.unwrap(), b"ab");
+        let says_more = "HTTP/1.1 200 OK\r\ncontent-length: 1000000\r\n\r\nabcd";
+        assert_eq!(
+            body_of(says_more, AtMost(4)).await.unwrap_err(),
+            "Content-Length 1000000, above the limit of 4 bytes"
+        );
+        let sends_more =
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n";
+        assert_eq!(
+            body_of(sends_more, AtMost(4)).await.unwrap_err(),
+            "more than 4 bytes"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_drained_body_is_counted_whole() {
+        let chunked =
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n";
+        let response = response_of(chunked).await.unwrap();
+        assert_eq!(drain_body(response).await.unwrap(), 6);
+        let cut = "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc";
+        let response = response_of(cut).await.unwrap();
+        assert!(drain_body(response).await.is_err(), "a body cut short");
     }
 }
