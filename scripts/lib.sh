@@ -31,17 +31,43 @@ compose_containers() {
   docker network inspect -f '{{range .Containers}}{{.Name}} {{end}}' "${ids[0]}"
 }
 
+# Runs `cdnlab container link set NET FLAGS...` in each container of CONTAINERS (names or
+# ids, space-separated). The change is checked in every container first, so a bad flag or a
+# container that cannot take it changes nothing anywhere; then it is made in every container,
+# going on past one that fails, and those are named at the end (exit status 1).
+link_set_in() {
+  local net=$1 containers=$2 c name failed=()
+  shift 2
+  for c in $containers; do
+    if ! docker exec "$c" cdnlab container link set --check "$net" "$@" >/dev/null; then
+      echo "$(container_name "$c") cannot take the change: nothing was changed" >&2
+      exit 1
+    fi
+  done
+  for c in $containers; do
+    name=$(container_name "$c")
+    printf '%s: ' "$name"
+    docker exec "$c" cdnlab container link set "$net" "$@" || failed+=("$name")
+  done
+  if [[ ${#failed[@]} -gt 0 ]]; then
+    echo "the change failed in ${failed[*]}; the other containers on \`$net\` have it" >&2
+    exit 1
+  fi
+}
+
+# A container's name, from its name or id.
+container_name() {
+  docker inspect -f '{{.Name}}' "$1" | sed 's,^/,,'
+}
+
 # Changes compose network NET in every container on it (each applies its side), e.g.
 # `compose_link_set internet --delay 200ms`.
 compose_link_set() {
-  local net=$1 containers c
+  local net=$1 containers
   shift
   containers=$(compose_containers "$net") || exit 1
   [[ -n $containers ]] || { echo "no running container is on network \`$net\`" >&2; exit 1; }
-  for c in $containers; do
-    printf '%s: ' "$c"
-    docker exec "$c" cdnlab container link set "$net" "$@"
-  done
+  link_set_in "$net" "$containers" "$@"
 }
 
 # The running containers of Swarm stack STACK on its network NET, on this host (a container on
@@ -58,12 +84,9 @@ swarm_containers() {
 # Changes network NET of stack STACK in every container on it on this host, e.g.
 # `swarm_link_set icdn internet --delay 200ms`.
 swarm_link_set() {
-  local stack=$1 net=$2 containers c
+  local stack=$1 net=$2 containers
   shift 2
   containers=$(swarm_containers "$stack" "$net") || exit 1
   [[ -n $containers ]] || { echo "no running container of stack $stack is on network \`$net\` on this host" >&2; exit 1; }
-  for c in $containers; do
-    printf '%s: ' "$(docker inspect -f '{{.Name}}' "$c" | sed 's,^/,,')"
-    docker exec "$c" cdnlab container link set "$net" "$@"
-  done
+  link_set_in "$net" "$containers" "$@"
 }

@@ -20,6 +20,7 @@
 // `crate::cdn::…` and the like name them as before.
 pub use cdnlab_core::{cdn, fog, has, icn, lru, stats};
 
+mod atomic_write;
 pub mod bench;
 pub mod capture;
 pub mod cdn_roles;

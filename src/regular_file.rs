@@ -1,10 +1,10 @@
 //! Opening a file a run wrote, when the run's directory may come from anyone (`cdnlab web
-//! --results DIR`): only a regular file is opened. A symlink as the last component is not
+//! --results DIR`, `cdnlab sweep --replot DIR`): only a regular file is opened. A symlink as the last component is not
 //! followed (it could point at any file root can read, which the view would then publish),
 //! and a FIFO or device is not waited on (opening one can block for ever).
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -23,9 +23,24 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// The text of `path`, a regular file (see [`open_regular`]) of at most `max` bytes.
+pub fn read_regular(path: &Path, max: u64) -> io::Result<String> {
+    let mut text = String::new();
+    open_regular(path)?
+        .take(max + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {max} bytes"),
+        ));
+    }
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::open_regular;
+    use super::{open_regular, read_regular};
     use crate::testing::TempDir;
 
     #[test]
@@ -46,5 +61,11 @@ mod tests {
             "a FIFO is refused, not waited on"
         );
         assert!(open_regular(&dir.0).is_err(), "a directory is refused");
+        assert_eq!(read_regular(&file, 2).unwrap(), "{}");
+        let refused = read_regular(&file, 1).unwrap_err();
+        assert!(
+            refused.to_string().contains("larger than 1 bytes"),
+            "{refused}"
+        );
     }
 }

@@ -191,6 +191,29 @@ fn compose_testbed_plays_and_takes_a_delay_change() {
     // The clients play 30 chunks of 2 s, about 33 s at the default 5 Mbit/s: the change comes
     // while they are well into it.
     std::thread::sleep(Duration::from_secs(10));
+    // A change one container refuses is checked everywhere first and made nowhere.
+    let refused = Command::new(repo_root().join("scripts/set-delay.sh"))
+        .args([
+            "--compose",
+            "dborder-uborder",
+            "250ms",
+            "--",
+            "--loss",
+            "150%",
+        ])
+        .env("COMPOSE_PROJECT_NAME", PROJECT)
+        .output()
+        .unwrap();
+    let said = text(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("cannot take the change: nothing was changed"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("dborder-uborder: delay"),
+        "a change was made: {said}"
+    );
     let inject = Command::new(repo_root().join("scripts/set-delay.sh"))
         .args(["--compose", "dborder-uborder", "250ms"])
         .env("COMPOSE_PROJECT_NAME", PROJECT)

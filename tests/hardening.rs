@@ -288,6 +288,92 @@ fn a_link_set_during_a_run_survives_the_runs_timeline() {
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
 }
 
+/// `down` while a state change holds the lab's lock (as `link set` does mid-update): the
+/// processes and namespaces go, but the state directory stays until the change is done, and
+/// a state file written in that time goes with it. Before, `down` removed the directory under
+/// the change, which then wrote its file into a directory that was no longer the lab's. A
+/// `link set` that comes meanwhile waits too, and fails without writing anything back.
+fn down_waits_for_a_state_change_in_progress() {
+    let lab = Lab::new("t-downlock", IDLE_PAIR);
+    lab.up();
+    let dir = Path::new("/run/cdnlab").join(&lab.name);
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("state.lock"))
+        .expect("the lab's state lock");
+    // SAFETY: flock on a file this test owns.
+    assert_eq!(
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
+        0
+    );
+    let down = Command::new(common::cdnlab())
+        .args(["down", &lab.name])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cdnlab down");
+    let namespaces_gone = || {
+        leftovers(&lab.name)
+            .iter()
+            .all(|l| !l.starts_with("/run/netns") && !l.starts_with("process"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !namespaces_gone() {
+        assert!(
+            Instant::now() < deadline,
+            "down never removed the lab's namespaces"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let late_change = Command::new(common::cdnlab())
+        .args([
+            "link", "set", "--lab", &lab.name, "a", "b", "--delay", "3ms",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cdnlab link set");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        dir.join("state.lock").is_file(),
+        "down removed the state directory while a change held its lock"
+    );
+    let state = std::fs::read(dir.join("state.json")).expect("the lab's state");
+    std::fs::write(dir.join("state.json"), state).expect("the change writes its state");
+    drop(lock);
+    let out = down.wait_with_output().expect("down exits");
+    assert!(out.status.success(), "{}", text(&out));
+    let late = late_change.wait_with_output().expect("link set exits");
+    assert!(
+        !late.status.success(),
+        "a change to a lab taken down: {}",
+        text(&late)
+    );
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+}
+
+/// `clean` of two labs, one of which cannot be removed (a directory in the state root that is
+/// not provably a lab's: neither lock nor state file): the other is still removed and said to
+/// be, the failure names its lab, and the exit status is not zero.
+fn clean_reports_every_lab_when_one_fails() {
+    let lab = Lab::new("t-cleanok", IDLE_PAIR);
+    lab.up();
+    let stranger = Path::new("/run/cdnlab/t-cleanodd");
+    std::fs::create_dir_all(stranger).expect("a stray directory");
+    std::fs::write(stranger.join("notes"), "not a lab's").expect("a stray file");
+    let out = run(&["clean", "t-cleanodd", &lab.name]);
+    let said = text(&out);
+    let _ = std::fs::remove_dir_all(stranger);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("removed: t-cleanok"), "{said}");
+    assert!(
+        said.contains("lab `t-cleanodd`") && said.contains("not provably"),
+        "{said}"
+    );
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+}
+
 tests!(
     LAB =>
         lab_arguments_that_are_paths_are_refused_and_touch_nothing,
@@ -295,5 +381,7 @@ tests!(
         a_killed_shaper_stops_the_run_with_a_message_naming_it,
         a_hung_up_run_leaves_nothing,
         clean_keeps_a_live_run_and_a_killed_runs_lab_is_reported_then_cleaned,
-        a_link_set_during_a_run_survives_the_runs_timeline;
+        a_link_set_during_a_run_survives_the_runs_timeline,
+        down_waits_for_a_state_change_in_progress,
+        clean_reports_every_lab_when_one_fails;
 );

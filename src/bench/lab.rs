@@ -46,7 +46,9 @@ pub fn prepare(text: &str, name: Option<&str>) -> Result<Topology> {
     let options = LoadOptions { name, set: &[] };
     let topology = topology::parse(text, "<benchmark topology>", &options)
         .map_err(|e| Error(format!("a benchmark topology does not parse: {e}")))?;
-    lab::clean(std::slice::from_ref(&topology.name), false)?;
+    if let Some(failure) = lab::clean(std::slice::from_ref(&topology.name), false)?.failure() {
+        return Err(failure);
+    }
     Ok(topology)
 }
 

@@ -22,10 +22,14 @@ pub fn run(args: CleanArgs) -> Result<(), Failure> {
             "kept: lab `{lab}` belongs to {owner}; stop that, or `cdnlab clean --force {lab}`"
         );
     }
-    if cleaned.removed.is_empty() {
-        crate::say!("nothing to clean");
-    } else {
+    if !cleaned.removed.is_empty() {
         crate::say!("removed: {}", cleaned.removed.join(", "));
+    } else if cleaned.failed.is_empty() {
+        crate::say!("nothing to clean");
     }
-    Ok(())
+    // What was removed and kept is said first: one lab that fails hides nothing of the others.
+    match cleaned.failure() {
+        Some(failure) => Err(failure.into()),
+        None => Ok(()),
+    }
 }

@@ -4,13 +4,13 @@
 use super::{usage_error, Failure};
 use crate::compose;
 use crate::topology;
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct ComposeArgs {
     /// Topology files: the first plain (its services start by default), the others as
-    /// PROFILE=FILE (their services start with `--profile PROFILE`).
+    /// PROFILE=FILE (their services start with `--profile PROFILE`). A file that exists under
+    /// the whole argument is taken as a path, `=` and all (a sweep's `runs/000-d=0ms/…`).
     #[arg(required = true, value_name = "[PROFILE=]TOPOLOGY")]
     topologies: Vec<String>,
     /// Override a variable in every file that has it: `--set internet_delay=200ms`.
@@ -40,10 +40,7 @@ pub struct ComposeArgs {
 pub fn run(args: ComposeArgs) -> Result<(), Failure> {
     let mut inputs = Vec::new();
     for spec in &args.topologies {
-        let (profile, path) = match spec.split_once('=') {
-            Some((profile, path)) => (Some(profile), path),
-            None => (None, spec.as_str()),
-        };
+        let (profile, path) = split_profile(spec);
         inputs.push(compose::load(profile, path.as_ref(), &args.set).map_err(usage_error)?);
     }
     for (name, _) in &args.set {
@@ -75,24 +72,57 @@ pub fn run(args: ComposeArgs) -> Result<(), Failure> {
         compose::Target::Compose
     };
     let generated = compose::generate(&inputs, &target).map_err(usage_error)?;
-    if let Some(path) = &args.timeline_script {
-        let Some(script) = &generated.timeline_script else {
+    let script = match (&args.timeline_script, &generated.timeline_script) {
+        (Some(path), Some(script)) => Some((path, script)),
+        (Some(_), None) => {
             return Err(usage_error(
                 "--timeline-script: none of the topologies has a timeline",
-            ));
-        };
-        write(path, script)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| usage_error(format!("{}: {e}", path.display())))?;
-    }
+            ))
+        }
+        (None, _) => None,
+    };
+    // The compose file first: it stands alone, while the script only drives its containers.
     match &args.out {
-        Some(path) => write(path, &generated.compose)?,
+        Some(path) => crate::atomic_write::write_atomically(path, generated.compose.as_bytes())
+            .map_err(|e| usage_error(e.to_string()))?,
         None => crate::say_text!("{}", generated.compose),
+    }
+    if let Some((path, script)) = script {
+        crate::atomic_write::write_executable(path, script.as_bytes())
+            .map_err(|e| usage_error(e.to_string()))?;
     }
     Ok(())
 }
 
-fn write(path: &std::path::Path, text: &str) -> Result<(), Failure> {
-    crate::roles::summary::write_atomically(path, text.as_bytes())
-        .map_err(|e| usage_error(e.to_string()))
+/// `[PROFILE=]TOPOLOGY` as (profile, path): split at the first `=`, unless a file exists under
+/// the whole argument, whose path then has a `=` of its own.
+fn split_profile(spec: &str) -> (Option<&str>, &str) {
+    match spec.split_once('=') {
+        Some((profile, path)) if !std::path::Path::new(spec).exists() => (Some(profile), path),
+        _ => (None, spec),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_profile;
+    use crate::testing::TempDir;
+
+    /// A sweep's run file, whose directory has a `=`, is a path whole; otherwise the first `=`
+    /// ends the profile.
+    #[test]
+    fn a_path_with_an_equals_sign_is_not_split() {
+        let dir = TempDir::new("compose-profile");
+        let run = dir.0.join("runs/000-d=0ms");
+        std::fs::create_dir_all(&run).unwrap();
+        let file = run.join("topology.toml");
+        std::fs::write(&file, "").unwrap();
+        let whole = file.to_str().unwrap();
+        assert_eq!(split_profile(whole), (None, whole));
+        assert_eq!(
+            split_profile("edge=topologies/fog.toml"),
+            (Some("edge"), "topologies/fog.toml")
+        );
+        assert_eq!(split_profile("fog.toml"), (None, "fog.toml"));
+    }
 }

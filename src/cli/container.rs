@@ -52,6 +52,10 @@ pub enum LinkVerb {
 pub struct SetArgs {
     /// The network's name, as given to `run --net`.
     net: String,
+    /// Only check that the change is valid and this container is on the network; change
+    /// nothing (the scripts check every container before they change any).
+    #[arg(long)]
+    check: bool,
     #[command(flatten)]
     change: ChangeFlags,
 }
@@ -119,7 +123,7 @@ pub fn run(verb: ContainerVerb) -> Result<(), Failure> {
             }
         }
         ContainerVerb::Link(LinkVerb::Set(args)) => {
-            let SetArgs { net, change } = *args;
+            let SetArgs { net, check, change } = *args;
             let change = change.to_change().map_err(usage_error)?;
             if change.is_empty() {
                 return Err(usage_error(
@@ -127,6 +131,11 @@ pub fn run(verb: ContainerVerb) -> Result<(), Failure> {
                 ));
             }
             let mut state = ContainerState::load()?;
+            if check {
+                links::check(&state, &net)?;
+                crate::say!("{net}: the change can be made");
+                return Ok(());
+            }
             let now = links::set(&mut state, &net, &change)?;
             crate::say!("{net}: {now}");
             Ok(())

@@ -100,14 +100,22 @@ pub fn run(mut args: SweepArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Each `--plot METRIC:VARIABLE` as `(METRIC, VARIABLE)`.
+/// Each `--plot METRIC:VARIABLE` as `(METRIC, VARIABLE)`. Both name the plot's file
+/// (`METRIC-vs-VARIABLE.svg`), so both are held to the variable names' rule: nothing else
+/// could be a field or a variable, and a `/` or `..` would write outside the sweep.
 fn parse_plots(plots: &[String]) -> Result<Vec<(String, String)>, Failure> {
     plots
         .iter()
         .map(|p| {
-            p.split_once(':')
-                .map(|(y, x)| (y.to_string(), x.to_string()))
-                .ok_or_else(|| usage_error(format!("--plot `{p}`: expected METRIC:VARIABLE")))
+            let (y, x) = p
+                .split_once(':')
+                .ok_or_else(|| usage_error(format!("--plot `{p}`: expected METRIC:VARIABLE")))?;
+            if let Some(bad) = [y, x].into_iter().find(|n| !topology::is_var_name(n)) {
+                return Err(usage_error(format!(
+                    "--plot `{p}`: `{bad}` is not a metric or variable name (letters, digits and `_`, not starting with a digit)"
+                )));
+            }
+            Ok((y.to_string(), x.to_string()))
         })
         .collect()
 }
@@ -203,5 +211,19 @@ mod tests {
             .contains("`repeat` labels the repeats"));
         assert!(message(check_repeat(5, None, &vary, REPEAT, &plots))
             .contains("`repeat` labels the repeats"));
+    }
+
+    /// A plot's names become its file's name: only metric and variable names pass.
+    #[test]
+    fn plot_names_that_could_leave_the_sweep_are_refused() {
+        let plots = |arg: &str| parse_plots(&[arg.to_string()]).map(|_| ());
+        assert!(plots("startup_delay_s:internet_delay").is_ok());
+        for bad in ["../../etc/x:d", "m:a/b", "m:", ":d", "m:1x", "m-1:d"] {
+            assert!(
+                message(plots(bad)).contains("is not a metric or variable name"),
+                "{bad}"
+            );
+        }
+        assert!(message(plots("startup")).contains("expected METRIC:VARIABLE"));
     }
 }

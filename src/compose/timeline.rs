@@ -175,13 +175,26 @@ pub fn script(header: &str, arms: &[String], labs: &[String], swarm: bool) -> Op
     Some(format!(
         r#"#!/usr/bin/env bash
 {header}
-{helpers}# Changes network NET in every running container on it (each applies its side).
+{helpers}# Changes network NET in every running container on it (each applies its side). The change
+# is checked in every one first, so one a container cannot take is made in none; then it is
+# made in each, going on past one that fails, which is named before the script stops.
 link_set() {{
-  local net=$1 c
+  local net=$1 c containers failed=()
   shift
-  for c in $(docker ps -q "${{scope[@]}}" --filter "network=$net_prefix$net"); do
-    docker exec "$c" cdnlab container link set "$net" "$@"
+  containers=$(docker ps -q "${{scope[@]}}" --filter "network=$net_prefix$net")
+  for c in $containers; do
+    if ! docker exec "$c" cdnlab container link set --check "$net" "$@" >/dev/null; then
+      echo "container $c cannot take the change on $net: nothing was changed" >&2
+      exit 1
+    fi
   done
+  for c in $containers; do
+    docker exec "$c" cdnlab container link set "$net" "$@" || failed+=("$c")
+  done
+  if [[ ${{#failed[@]}} -gt 0 ]]; then
+    echo "the change on $net failed in containers ${{failed[*]}}; the others have it" >&2
+    exit 1
+  fi
 }}
 start=$(date +%s%N)
 # Waits until NS nanoseconds after the start, then says which event runs.

@@ -149,7 +149,8 @@ impl ContainerState {
     pub fn save(&self) -> Result<()> {
         let path = state_path();
         let text = serde_json::to_string_pretty(self).map_err(|e| Error(e.to_string()))?;
-        std::fs::write(&path, text).map_err(|e| Error(format!("{}: {e}", path.display())))
+        crate::atomic_write::write_atomically(&path, text.as_bytes())
+            .map_err(|e| Error(e.to_string()))
     }
 
     fn net_index(&self, name: &str) -> Result<usize> {
@@ -290,6 +291,16 @@ pub fn set(
     state.nets[index].impairments = new.clone();
     state.save()?;
     Ok(new)
+}
+
+/// Whether a change to network `name` can be made here, changing nothing: this container is on
+/// the network, and its shaper (with the userspace backend) answers.
+pub fn check(state: &ContainerState, name: &str) -> Result<()> {
+    state.net_index(name)?;
+    if state.backend == Backend::Userspace {
+        call(&Request::Show)?;
+    }
+    Ok(())
 }
 
 fn call(request: &Request) -> Result<Response> {

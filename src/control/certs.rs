@@ -100,11 +100,30 @@ fn check_node_name(node: &str) -> io::Result<()> {
 }
 
 /// Creates `dir` if needed, readable by its owner only: the keys in it are the nodes' identities.
+/// A symbolic link there is refused, not followed: the directory may have been handed in
+/// (`--certs DIR`), and root must not make private, or write keys into, whatever it points at.
 fn private_dir(dir: &Path) -> io::Result<()> {
     let context =
         |e: io::Error| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display()));
+    if fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is a symbolic link: give the directory itself for the lab's keys",
+                dir.display()
+            ),
+        ));
+    }
     fs::create_dir_all(dir).map_err(context)?;
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(context)
+    // Opened without following a link (one swapped in since the check fails here), and made
+    // private through the handle, so the mode goes to this directory and nothing else.
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir)
+        .map_err(context)?
+        .set_permissions(fs::Permissions::from_mode(0o700))
+        .map_err(context)
 }
 
 /// Writes a fresh file with `mode`: removing any old one first means a key file never keeps
@@ -127,4 +146,40 @@ fn write_pem(path: &Path, pem: &str, mode: u32) -> io::Result<()> {
 
 fn rcgen_error(what: &str, e: rcgen::Error) -> io::Error {
     io::Error::other(format!("issuing {what}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TempDir;
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// A symbolic link handed in as the directory, or planted as a node's directory, is
+    /// refused: what it points at keeps its mode and gets no key.
+    #[test]
+    fn a_linked_directory_is_refused_not_followed() {
+        let scratch = TempDir::new("certs-link");
+        let elsewhere = scratch.0.join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o755)).unwrap();
+
+        let handed = scratch.0.join("handed");
+        std::os::unix::fs::symlink(&elsewhere, &handed).unwrap();
+        let refused = issue_lab_certs(&handed, "l", &["urr"]).unwrap_err();
+        assert!(refused.to_string().contains("symbolic link"), "{refused}");
+
+        let certs = scratch.0.join("certs");
+        fs::create_dir_all(&certs).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, certs.join("drr")).unwrap();
+        let refused = issue_lab_certs_per_node(&certs, "l", &["drr"]).unwrap_err();
+        assert!(refused.to_string().contains("symbolic link"), "{refused}");
+
+        assert_eq!(mode(&elsewhere), 0o755);
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+        issue_lab_certs_per_node(&certs.join("real"), "l", &["drr"]).unwrap();
+        assert_eq!(mode(&certs.join("real/drr")), 0o700);
+    }
 }

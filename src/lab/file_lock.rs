@@ -24,6 +24,23 @@ impl FileLock {
         Ok(FileLock { _file: file })
     }
 
+    /// Takes the exclusive lock on the lock file `path` if it exists, waiting while another
+    /// process holds it; `None` if there is no such file, or if it was removed while this
+    /// waited (its lab taken down): a lock on a removed file guards nothing.
+    pub fn wait_for_existing(path: &Path) -> Result<Option<FileLock>> {
+        let file = match open_options(false).open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error(format!("{}: {e}", path.display()))),
+        };
+        lock(&file, libc::LOCK_EX).map_err(|e| locking_failed(path, e))?;
+        let linked = file
+            .metadata()
+            .map_err(|e| locking_failed(path, e))?
+            .nlink();
+        Ok((linked > 0).then_some(FileLock { _file: file }))
+    }
+
     /// Takes the exclusive lock on `path`, or `None` at once if another process holds it.
     pub fn try_take(path: &Path) -> Result<Option<FileLock>> {
         FileLock::try_take_open(path, open(path)?)

@@ -136,7 +136,7 @@ pub fn lab_dir(lab: &str) -> Result<PathBuf> {
 }
 
 /// The file whose lock serialises every read-modify-write of a lab's state.
-const LOCK_FILE: &str = "state.lock";
+pub(crate) const LOCK_FILE: &str = "state.lock";
 const STATE_FILE: &str = "state.json";
 
 pub fn netns_of_node(lab: &str, node: &str) -> String {
@@ -199,32 +199,34 @@ impl LabState {
             }
             Err(e) => return sys::err(format!("creating {}: {e}", dir.display())),
         }
-        let _lock = lock(&dir)?;
+        let _lock = FileLock::wait_for(&dir.join(LOCK_FILE))?;
         self.write()
     }
 
     /// Applies `change` to the lab's current state and saves it, holding the lab's state lock
     /// throughout: the state is first re-read from disk, so a change made meanwhile by another
     /// process (`link set` while `run` plays its timeline) is kept, not overwritten. The state
-    /// is saved only if `change` succeeds.
+    /// is saved only if `change` succeeds. A lab taken down meanwhile is an error: nothing is
+    /// changed, and no state is written back.
     pub fn update<T>(&mut self, change: impl FnOnce(&mut LabState) -> Result<T>) -> Result<T> {
-        let dir = self.dir();
-        let _lock = lock(&dir)?;
-        if dir.join(STATE_FILE).exists() {
-            *self = LabState::load(&self.lab).map_err(|e| Error(e.to_string()))?;
-        }
+        let _lock = state_lock(&self.dir())?.ok_or_else(|| self.gone())?;
+        *self = LabState::load(&self.lab).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => self.gone(),
+            _ => Error(e.to_string()),
+        })?;
         let value = change(self)?;
         self.write()?;
         Ok(value)
     }
 
+    fn gone(&self) -> Error {
+        Error(format!("lab `{}` is not up: it was taken down", self.lab))
+    }
+
     /// Writes the state atomically (write to a temporary file, then rename).
     fn write(&self) -> Result<()> {
-        let dir = self.dir();
-        let tmp = dir.join("state.json.tmp");
         let text = serde_json::to_string_pretty(self).map_err(|e| Error(e.to_string()))?;
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, dir.join(STATE_FILE)))
+        crate::atomic_write::write_atomically(&self.dir().join(STATE_FILE), text.as_bytes())
             .map_err(|e| Error(format!("saving the state of lab `{}`: {e}", self.lab)))
     }
 
@@ -322,9 +324,11 @@ impl LabState {
     }
 }
 
-/// Takes the lab's state lock (`DIR/state.lock`), waiting for whoever holds it.
-fn lock(dir: &Path) -> Result<FileLock> {
-    FileLock::wait_for(&dir.join(LOCK_FILE))
+/// Takes the state lock of the lab whose state directory is `dir` (`DIR/state.lock`), waiting
+/// for whoever holds it; `None` if the lab has no lock file, or was taken down meanwhile. The
+/// file is never created here: only `create` makes it, so a lab being removed stays removed.
+pub fn state_lock(dir: &Path) -> Result<Option<FileLock>> {
+    FileLock::wait_for_existing(&dir.join(LOCK_FILE))
 }
 
 /// True if `dir` is provably a lab's state directory: a real directory (not a link) directly

@@ -10,8 +10,8 @@ use super::build::existing_netns;
 use super::file_lock::{self, Existing, FileLock};
 use super::process::stop_processes;
 use super::state::{
-    is_lab_dir, lab_dir, list_labs, stateless_owner_lock, LabState, ProcessRecord, NETNS_PREFIX,
-    STATE_ROOT,
+    is_lab_dir, lab_dir, list_labs, state_lock, stateless_owner_lock, LabState, ProcessRecord,
+    LOCK_FILE, NETNS_PREFIX, STATE_ROOT,
 };
 use super::sys::{self, Error, Result};
 use crate::topology::check_lab_name;
@@ -84,7 +84,11 @@ fn remove_namespaces(lab: &str, namespaces: &[String]) -> Result<()> {
     deleted
 }
 
-/// Removes the lab's state directory, if it is provably one (see [`is_lab_dir`]).
+/// Removes the lab's state directory, if it is provably one (see [`is_lab_dir`]). The lab's
+/// state lock is held meanwhile: a change in progress (`link set`, a timeline step) finishes
+/// first, and one waiting after it finds the lab gone. Without the lock, a state file written
+/// back mid-removal left a directory that was no longer provably the lab's, for good. Another
+/// `down` or `clean` that removed it while this waited leaves nothing to do.
 fn remove_state_dir(lab: &str) -> Result<()> {
     let dir = lab_dir(lab)?;
     if std::fs::symlink_metadata(&dir).is_err() {
@@ -96,7 +100,17 @@ fn remove_state_dir(lab: &str) -> Result<()> {
             dir.display()
         ));
     }
-    std::fs::remove_dir_all(&dir).map_err(|e| Error(format!("removing {}: {e}", dir.display())))
+    let locked = dir.join(LOCK_FILE).exists();
+    let lock = state_lock(&dir)?;
+    if locked && lock.is_none() {
+        return Ok(());
+    }
+    match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            sys::err(format!("removing {}: {e}", dir.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `cdnlab down LAB`: from the state file, or — if it is unreadable — by the lab's prefix.
@@ -159,12 +173,27 @@ fn stop_shapers_of(lab: &str) -> Result<()> {
     Ok(())
 }
 
-/// What `clean` did: the labs it removed, and those it left because a live `cdnlab` owns them.
+/// What `clean` did: the labs it removed, those it left because a live `cdnlab` owns them, and
+/// those it could not remove (each tried all the same, and the others still cleaned).
 #[derive(Debug, Default)]
 pub struct Cleaned {
     pub removed: Vec<String>,
     /// Lab name, and who owns it: `a running cdnlab (pid N)`, or why that cannot be told.
     pub kept_live: Vec<(String, String)>,
+    /// Lab name, and what stopped its removal.
+    pub failed: Vec<(String, Error)>,
+}
+
+impl Cleaned {
+    /// One error naming every lab that could not be removed, if any.
+    pub fn failure(&self) -> Option<Error> {
+        (!self.failed.is_empty()).then(|| {
+            let each: Vec<String> = (self.failed.iter())
+                .map(|(lab, e)| format!("lab `{lab}`: {e}"))
+                .collect();
+            Error(format!("could not remove {}", each.join("; ")))
+        })
+    }
 }
 
 /// The lab a namespace or /etc/netns entry name belongs to, if it is a well-formed lab's.
@@ -199,7 +228,6 @@ pub fn clean(only: &[String], force: bool) -> Result<Cleaned> {
         labs.retain(|lab| only.contains(lab));
     }
     let mut cleaned = Cleaned::default();
-    let mut first_error = None;
     for lab in labs {
         let state = LabState::load(&lab).ok();
         let running = |pid: i32| format!("a running cdnlab (pid {pid})");
@@ -239,20 +267,17 @@ pub fn clean(only: &[String], force: bool) -> Result<Cleaned> {
             Some(state) => teardown(state).and_then(|_| remove_by_prefix(&lab)),
             None => remove_by_prefix(&lab),
         };
-        if let Err(e) = result {
-            first_error.get_or_insert(e);
-        }
         // Entries in /etc/netns whose namespace is already gone.
         for name in etc_netns.iter().filter(|n| is_netns_of(&lab, n)) {
             let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(name));
         }
-        cleaned.removed.push(lab);
+        match result {
+            Ok(()) => cleaned.removed.push(lab),
+            Err(e) => cleaned.failed.push((lab, e)),
+        }
     }
     let _ = std::fs::remove_dir(STATE_ROOT);
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(cleaned),
-    }
+    Ok(cleaned)
 }
 
 #[cfg(test)]

@@ -5,11 +5,11 @@
 
 use super::config::CloudConfig;
 use super::{chunk_of, payload};
+use crate::atomic_write::write_atomically;
 use crate::roles::env::NodeEnv;
 use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, ServeOptions};
-use crate::roles::summary::write_atomically;
 use hyper::{Request, StatusCode};
 use serde::Serialize;
 use std::future::Future;

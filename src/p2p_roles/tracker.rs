@@ -10,6 +10,7 @@
 
 use super::config::TrackerConfig;
 use super::messages::{Source, TrackerRequest, TrackerResponse};
+use crate::atomic_write::write_atomically;
 use crate::control::{Callers, PeerName};
 use crate::p2p::tracker::{Choice, Tracker};
 use crate::roles::control::load_identity;
@@ -17,7 +18,6 @@ use crate::roles::env::NodeEnv;
 use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http};
 use crate::roles::http::{spawn_http, ServeOptions};
-use crate::roles::summary::write_atomically;
 use hyper::Request;
 use rand::rngs::StdRng;
 use rand::SeedableRng;

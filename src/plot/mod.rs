@@ -130,7 +130,7 @@ pub fn render_lines(figure: &Figure) -> Result<String, String> {
 /// Writes the figure to `path` as SVG.
 pub fn lines(path: &Path, figure: &Figure) -> Result<(), String> {
     let text = render_lines(figure)?;
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    crate::atomic_write::write_atomically(path, text.as_bytes()).map_err(|e| e.to_string())
 }
 
 /// A line with a dot at each point and plotters' error bars where a point has one, labelled

@@ -72,19 +72,8 @@ pub fn write(dir: &Path, summary: &ClientSummary) -> io::Result<PathBuf> {
     let path = dir.join("summary.json");
     let mut text = serde_json::to_string_pretty(summary).map_err(io::Error::other)?;
     text.push('\n');
-    write_atomically(&path, text.as_bytes())?;
+    crate::atomic_write::write_atomically(&path, text.as_bytes())?;
     Ok(path)
-}
-
-/// Writes `path` through a temporary `.NAME.partial` beside it, renamed into place, so a
-/// reader never sees half of it. Errors name the file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let context =
-        |e: io::Error, what: &Path| io::Error::new(e.kind(), format!("{}: {e}", what.display()));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let partial = path.with_file_name(format!(".{name}.partial"));
-    std::fs::write(&partial, bytes).map_err(|e| context(e, &partial))?;
-    std::fs::rename(&partial, path).map_err(|e| context(e, path))
 }
 
 /// How a client ends: its summary (or, on an error, a failure naming it) is written to

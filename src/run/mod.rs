@@ -251,5 +251,6 @@ fn keep_lab_files(state: &LabState, out: &Path) -> lab::Result<()> {
 
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> lab::Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| lab::Error(e.to_string()))?;
-    std::fs::write(path, text + "\n").map_err(|e| lab::Error(format!("{}: {e}", path.display())))
+    crate::atomic_write::write_atomically(path, (text + "\n").as_bytes())
+        .map_err(|e| lab::Error(e.to_string()))
 }

@@ -39,6 +39,16 @@ pub struct SweepOptions {
 /// it is continuing the same sweep.
 pub const PLAN_FILE: &str = "sweep.json";
 
+/// The most bytes read of a sweep's own files (`sweep.json`, a run's `summary.json`).
+const MAX_SWEEP_FILE: u64 = 64 << 20;
+
+/// A file of the sweep's directory, which the user handed in (`--resume`, `--replot`): only a
+/// regular file is read, so a link there is not followed and a FIFO not waited on. (What the
+/// sweep writes there replaces a file whole, never through a link: `atomic_write`.)
+fn read_run_file(path: &Path) -> std::io::Result<String> {
+    crate::regular_file::read_regular(path, MAX_SWEEP_FILE)
+}
+
 /// What defines a sweep's runs: the topology, its variables, every run's flags.
 fn plan(options: &SweepOptions) -> serde_json::Value {
     serde_json::json!({
@@ -52,9 +62,9 @@ fn plan(options: &SweepOptions) -> serde_json::Value {
 /// For `--resume`: the sweep in `out_dir` must be this one; names what differs if not.
 fn check_resumable(options: &SweepOptions) -> Result<(), String> {
     let path = options.out_dir.join(PLAN_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let text = read_run_file(&path).map_err(|e| {
         format!(
-            "--resume {}: no {PLAN_FILE} ({e}): not a sweep directory this cdnlab wrote",
+            "--resume {}: cannot read its {PLAN_FILE} ({e}): not a sweep directory this cdnlab wrote",
             options.out_dir.display()
         )
     })?;
@@ -99,8 +109,9 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     }
     std::fs::create_dir_all(&runs_dir).map_err(|e| format!("{}: {e}", runs_dir.display()))?;
     let plan_path = options.out_dir.join(PLAN_FILE);
-    std::fs::write(&plan_path, plan(options).to_string() + "\n")
-        .map_err(|e| format!("{}: {e}", plan_path.display()))?;
+    let plan_text = plan(options).to_string() + "\n";
+    crate::atomic_write::write_atomically(&plan_path, plan_text.as_bytes())
+        .map_err(|e| e.to_string())?;
     // Resuming, a combination with a summary is done; the others (never started, interrupted,
     // failed) run again.
     let done = |i: usize| {
@@ -231,7 +242,7 @@ fn collect(
     let mut rows = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let path = run_dir(runs_dir, i, run).join("summary.json");
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Ok(text) = read_run_file(&path) else {
             continue;
         };
         let summary: crate::run::summary::RunSummary =
@@ -239,8 +250,8 @@ fn collect(
         rows.extend(table::rows_of_run(&grid::label(run), run, &summary));
     }
     let csv_path = options.out_dir.join("sweep.csv");
-    std::fs::write(&csv_path, table::to_csv(&rows, &varied))
-        .map_err(|e| format!("{}: {e}", csv_path.display()))?;
+    let csv = table::to_csv(&rows, &varied);
+    crate::atomic_write::write_atomically(&csv_path, csv.as_bytes()).map_err(|e| e.to_string())?;
     let mut report = if options.replot {
         format!("{} client results in {}\n", rows.len(), csv_path.display())
     } else {
@@ -328,7 +339,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let started = options(dir.clone(), &["0ms", "50ms"]);
         let missing = check_resumable(&started).unwrap_err();
-        assert!(missing.contains("no sweep.json"), "{missing}");
+        assert!(missing.contains("cannot read its sweep.json"), "{missing}");
         std::fs::write(dir.join(PLAN_FILE), plan(&started).to_string()).unwrap();
         assert_eq!(check_resumable(&started), Ok(()));
         let other = check_resumable(&options(dir.clone(), &["0ms", "100ms"])).unwrap_err();

@@ -36,5 +36,5 @@ pub use model::*;
 pub use names::check_lab_name;
 pub(crate) use names::check_node_name;
 pub use parse::{load, parse, parse_deferring_program_vars, LoadOptions};
-pub use vars::parse_set;
+pub use vars::{is_var_name, parse_set};
 pub use vars::{DEFERRED_CLOSE, DEFERRED_OPEN};

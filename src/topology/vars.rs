@@ -20,7 +20,9 @@ pub fn parse_set(arg: &str) -> Result<(String, String), String> {
     Ok((name.to_string(), value.to_string()))
 }
 
-fn is_var_name(name: &str) -> bool {
+/// Letters, digits and `_`, not starting with a digit: also what a sweep's plot may name, as it
+/// becomes part of a file name.
+pub fn is_var_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

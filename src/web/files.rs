@@ -199,12 +199,6 @@ impl Files {
 
 /// A client's `summary.json` once it is whole (it may be read while being written).
 fn read_summary(path: &Path) -> Option<Value> {
-    use std::io::Read;
-    let mut text = String::new();
-    crate::regular_file::open_regular(path)
-        .ok()?
-        .take(MAX_SUMMARY)
-        .read_to_string(&mut text)
-        .ok()?;
+    let text = crate::regular_file::read_regular(path, MAX_SUMMARY).ok()?;
     serde_json::from_str(&text).ok().filter(Value::is_object)
 }

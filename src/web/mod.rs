@@ -162,16 +162,7 @@ const MAX_RUN_FILE: u64 = 64 << 20;
 
 /// A run's file as text: a regular file of at most `MAX_RUN_FILE` bytes.
 fn read_run_file(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let file = crate::regular_file::open_regular(path).map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    file.take(MAX_RUN_FILE + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > MAX_RUN_FILE {
-        return Err(format!("larger than {MAX_RUN_FILE} bytes"));
-    }
-    Ok(text)
+    crate::regular_file::read_regular(path, MAX_RUN_FILE).map_err(|e| e.to_string())
 }
 
 /// Publishes everything a finished run's directory holds, then `end`.

@@ -5,8 +5,6 @@
 //! recorded in a file before it is widened, so that a run killed before it could write it back
 //! (SIGKILL) has it written back by the next run.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::lab::{sys, Error, Result};
@@ -115,32 +113,8 @@ fn read_list(key: &str) -> Result<Vec<String>> {
 /// beside it, then renamed over it, so a kill leaves the old record or the new one, never a
 /// part of one. Never writes through a symbolic link.
 fn save(path: &Path, list: &[String]) -> Result<()> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".new");
-    let partial = PathBuf::from(partial);
-    let error = |e: std::io::Error| {
-        Error(format!(
-            "recording the allowed list in {}: {e}",
-            path.display()
-        ))
-    };
-    // One a killed run left is not a record: nothing reads it.
-    match std::fs::remove_file(&partial) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(error(e)),
-        _ => {}
-    }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&partial)
-        .and_then(|mut file| {
-            file.write_all(list.join(" ").as_bytes())?;
-            file.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&partial, path))
-        .map_err(error)
+    crate::atomic_write::write_durably(path, list.join(" ").as_bytes(), 0o600)
+        .map_err(|e| Error(format!("recording the allowed list: {e}")))
 }
 
 /// The list recorded at `path` (`None` if there is no record); an error if it is not a list
@@ -192,12 +166,14 @@ mod tests {
         let list = vec!["reno".to_string(), "bbr".to_string()];
         save(&record, &list).unwrap();
         assert_eq!(load(&record).unwrap(), Some(list));
-        // A newer record replaces the old one whole, and a part of one a kill left beside it
-        // is not read.
-        std::fs::write(dir.join("record.new"), "re").unwrap();
+        // A newer record replaces the old one whole, leaving nothing beside it.
         save(&record, &["cubic".to_string()]).unwrap();
         assert_eq!(load(&record).unwrap(), Some(vec!["cubic".to_string()]));
-        assert!(!dir.join("record.new").exists());
+        let names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["record"]);
     }
 
     #[test]
