@@ -59,6 +59,9 @@ pub const DEFAULT_HTTP_PORT: u16 = 80;
 pub const DEFAULT_EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a dCS waits for the origin's answer to one fetch.
 pub const DEFAULT_ORIGIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// What a time limit on one exchange or fetch may be: `0s` would fail every one at once.
+const LIMITS: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(600);
 
 const UCS_KEYS: &[&str] = &["port", "url", "videos", "media_dir", "access_log"];
 const DCS_KEYS: &[&str] = &[
@@ -201,9 +204,11 @@ impl DcsConfig {
             drr_node: keys.string("drr_node")?.unwrap_or("drr").to_string(),
             media_dir: keys.string("media_dir")?.map(PathBuf::from),
             fetch_from_origin: base_url(&keys, "fetch_from_origin")?,
-            origin_timeout: keys
-                .duration("origin_timeout")?
-                .unwrap_or(DEFAULT_ORIGIN_TIMEOUT),
+            origin_timeout: keys.duration_within(
+                "origin_timeout",
+                DEFAULT_ORIGIN_TIMEOUT,
+                LIMITS,
+            )?,
             access_log: keys.boolean("access_log")?.unwrap_or(false),
         })
     }
@@ -238,9 +243,11 @@ impl UrrConfig {
             offload,
             offload_seed: keys.integer("offload_seed")?.unwrap_or(0),
             drr,
-            exchange_timeout: keys
-                .duration("exchange_timeout")?
-                .unwrap_or(DEFAULT_EXCHANGE_TIMEOUT),
+            exchange_timeout: keys.duration_within(
+                "exchange_timeout",
+                DEFAULT_EXCHANGE_TIMEOUT,
+                LIMITS,
+            )?,
             access_log: keys.boolean("access_log")?.unwrap_or(false),
         })
     }
@@ -263,9 +270,11 @@ impl DrrConfig {
             assign: sized_assign(&assign(&keys, "assign")?, dcs.len()),
             dcs,
             urr_node: keys.string("urr_node")?.unwrap_or("urr").to_string(),
-            exchange_timeout: keys
-                .duration("exchange_timeout")?
-                .unwrap_or(DEFAULT_EXCHANGE_TIMEOUT),
+            exchange_timeout: keys.duration_within(
+                "exchange_timeout",
+                DEFAULT_EXCHANGE_TIMEOUT,
+                LIMITS,
+            )?,
             access_log: keys.boolean("access_log")?.unwrap_or(false),
         })
     }
@@ -455,7 +464,26 @@ const VIDEO_KEYS: &[&str] = &[
 const QUALITY_KEYS: &[&str] = &["id", "bitrate", "codecs"];
 
 /// `videos`: an array of video tables; the paper's video when absent.
+/// The most chunks (segments × qualities, over every video) a role's table may hold: the
+/// table is kept whole by every role and sent whole over the control plane to each dCS.
+const MAX_CHUNKS: usize = 1_000_000;
+
+/// The `videos` at `key`, within `MAX_CHUNKS` in all.
 fn videos(keys: &Keys, key: &str) -> Result<Vec<Video>, String> {
+    let videos = listed_videos(keys, key)?;
+    let chunks: usize = (videos.iter())
+        .map(|v| v.segments() * v.qualities().len())
+        .sum();
+    if chunks > MAX_CHUNKS {
+        return keys.fail(
+            key,
+            format!("{chunks} chunks (segments × qualities) in all, above {MAX_CHUNKS}"),
+        );
+    }
+    Ok(videos)
+}
+
+fn listed_videos(keys: &Keys, key: &str) -> Result<Vec<Video>, String> {
     match keys.value(key) {
         None => Ok(vec![paper_video(
             DEFAULT_VIDEO,

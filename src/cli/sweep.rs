@@ -16,9 +16,9 @@ pub struct SweepArgs {
     /// A variable every run gets.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = topology::parse_set)]
     set: Vec<(String, String)>,
-    /// How many labs run at once.
-    #[arg(long, default_value_t = 4)]
-    parallel: usize,
+    /// How many labs run at once (1 to 64).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    parallel: u16,
     /// The sweep directory (default: results/sweep-UNIXTIME).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -58,6 +58,7 @@ pub fn run(mut args: SweepArgs) -> Result<(), Failure> {
         check_replicates(var, &args.vary, &plots, &args.series)?;
     }
     parse_duration("--timeout", &args.timeout)?;
+    check_run_count(&args.vary, args.repeat)?;
     check_combinations(&args)?;
     if args.repeat > 1 {
         check_repeat(
@@ -81,7 +82,7 @@ pub fn run(mut args: SweepArgs) -> Result<(), Failure> {
         topology: args.topology,
         set: args.set,
         vary: args.vary,
-        parallel: args.parallel,
+        parallel: usize::from(args.parallel),
         out_dir: out,
         plots,
         series: args.series,
@@ -118,6 +119,27 @@ fn parse_plots(plots: &[String]) -> Result<Vec<(String, String)>, Failure> {
             Ok((y.to_string(), x.to_string()))
         })
         .collect()
+}
+
+/// The most runs one sweep may make: every combination is held in memory and its file loaded
+/// before the first run starts.
+const MAX_RUNS: u64 = 10_000;
+
+/// The runs the sweep would make (every combination, `repeat` times), refused past `MAX_RUNS`
+/// before anything is built.
+fn check_run_count(vary: &[(String, Vec<String>)], repeat: u32) -> Result<(), Failure> {
+    let runs = vary
+        .iter()
+        .try_fold(u64::from(repeat), |runs, (_, values)| {
+            runs.checked_mul(values.len() as u64)
+        })
+        .filter(|&runs| runs <= MAX_RUNS);
+    match runs {
+        Some(_) => Ok(()),
+        None => Err(usage_error(format!(
+            "--vary: more than {MAX_RUNS} runs; split the sweep"
+        ))),
+    }
 }
 
 /// Loads the file with every combination's variables, so that a bad value stops the sweep
@@ -211,6 +233,18 @@ mod tests {
             .contains("`repeat` labels the repeats"));
         assert!(message(check_repeat(5, None, &vary, REPEAT, &plots))
             .contains("`repeat` labels the repeats"));
+    }
+
+    #[test]
+    fn a_sweep_of_too_many_runs_is_refused_before_it_starts() {
+        let vary = |n: usize| -> Vec<(String, Vec<String>)> {
+            (0..n)
+                .map(|i| (format!("v{i}"), (0..10).map(|x| x.to_string()).collect()))
+                .collect()
+        };
+        assert!(check_run_count(&vary(4), 1).is_ok());
+        assert!(message(check_run_count(&vary(4), 2)).contains("more than 10000 runs"));
+        assert!(message(check_run_count(&vary(40), 1)).contains("more than 10000 runs"));
     }
 
     /// A plot's names become its file's name: only metric and variable names pass.

@@ -15,6 +15,19 @@ const PERIODS: std::ops::RangeInclusive<Duration> =
 const LIMITS: std::ops::RangeInclusive<Duration> =
     Duration::from_millis(100)..=Duration::from_secs(600);
 
+/// The most segments a catalogue may have (videos × `segments_max`): every fog role generates
+/// it in memory, and an FDN's registration and the cloud's metadata carry segment lists.
+const MAX_CATALOGUE_SEGMENTS: usize = 1_000_000;
+/// The most the cloud's metadata may hold: every FDN's list, were each to cache the whole
+/// catalogue, within the control plane's 16 MiB frame at up to 4 bytes a segment.
+const MAX_METADATA_SEGMENTS: usize = 4_000_000;
+/// The longest on-demand processing of one segment, and the longest segment.
+const MAX_PROCESSING: Duration = Duration::from_secs(600);
+/// The highest bitrate of a video: 100 Gbit/s.
+const MAX_BITRATE_BPS: u64 = 100_000_000_000;
+/// The largest spread of processing times (σ / μ).
+const MAX_PROCESSING_CV: f64 = 10.0;
+
 /// The catalog every fog role of a run generates alike; `catalog = { ... }` overrides a part.
 pub fn default_catalog(seed: u64) -> CatalogSpec {
     CatalogSpec {
@@ -55,9 +68,9 @@ fn catalog(keys: &Keys, seed: u64) -> Result<CatalogSpec, String> {
             .map(|text| netem::units::parse_rate_bps(text).or_else(|e| table.fail(key, e)))
             .transpose()
     };
-    spec.videos = table.count("videos")?.unwrap_or(spec.videos);
-    spec.segments_min = table.count("segments_min")?.unwrap_or(spec.segments_min);
-    spec.segments_max = table.count("segments_max")?.unwrap_or(spec.segments_max);
+    spec.videos = table.count_within("videos", spec.videos, 1..=100_000)?;
+    spec.segments_min = table.count_within("segments_min", spec.segments_min, 1..=100_000)?;
+    spec.segments_max = table.count_within("segments_max", spec.segments_max, 1..=100_000)?;
     if let Some(d) = table.duration("segment_duration")? {
         spec.segment_duration_s = d.as_secs_f64();
     }
@@ -70,10 +83,37 @@ fn catalog(keys: &Keys, seed: u64) -> Result<CatalogSpec, String> {
         spec.processing_max_s = d.as_secs_f64();
     }
     spec.processing_cv = table.number("processing_cv")?.unwrap_or(spec.processing_cv);
-    if spec.videos == 0 || spec.segments_min == 0 || spec.segments_max < spec.segments_min {
+    if !(0.0..=MAX_PROCESSING_CV).contains(&spec.processing_cv) {
+        return table.fail("processing_cv", format!("must be 0 to {MAX_PROCESSING_CV}"));
+    }
+    if spec.processing_max_s > MAX_PROCESSING.as_secs_f64() {
+        return table.fail(
+            "processing_max",
+            format!("must be at most {MAX_PROCESSING:?}"),
+        );
+    }
+    if spec.segments_max < spec.segments_min {
+        return keys.fail("catalog", "needs segments_min ≤ segments_max");
+    }
+    if spec.bitrate_max_bps > MAX_BITRATE_BPS {
+        return table.fail(
+            "bitrate_max",
+            format!("must be at most {MAX_BITRATE_BPS} bit/s"),
+        );
+    }
+    if !(0.0..=MAX_PROCESSING.as_secs_f64()).contains(&spec.segment_duration_s) {
+        return table.fail(
+            "segment_duration",
+            format!("must be at most {MAX_PROCESSING:?}"),
+        );
+    }
+    if spec.videos * spec.segments_max > MAX_CATALOGUE_SEGMENTS {
         return keys.fail(
             "catalog",
-            "needs videos ≥ 1 and 1 ≤ segments_min ≤ segments_max",
+            format!(
+                "videos × segments_max is {}, above {MAX_CATALOGUE_SEGMENTS} segments",
+                spec.videos * spec.segments_max
+            ),
         );
     }
     if spec.processing_max_s < spec.processing_min_s || spec.bitrate_max_bps < spec.bitrate_min_bps
@@ -158,8 +198,20 @@ pub fn cloud(table: &Table) -> Result<CloudConfig, String> {
         "role cloud",
     )?;
     let fdns = keys.node_names("fdns", 4096)?;
+    let catalog = catalog(&keys, seed(&keys)?)?;
+    let most = fdns.len() * catalog.videos * catalog.segments_max;
+    if most > MAX_METADATA_SEGMENTS {
+        return keys.fail(
+            "fdns",
+            format!(
+                "{} FDNs × a catalogue of up to {} segments could make the metadata hold {most} segments, above {MAX_METADATA_SEGMENTS} (the control plane's frame): fewer FDNs or a smaller catalogue",
+                fdns.len(),
+                catalog.videos * catalog.segments_max
+            ),
+        );
+    }
     Ok(CloudConfig {
-        catalog: catalog(&keys, seed(&keys)?)?,
+        catalog,
         fdns,
         port: keys.port("port", 80)?,
         control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
@@ -173,7 +225,7 @@ pub fn cloud(table: &Table) -> Result<CloudConfig, String> {
             Duration::from_secs(1),
             LIMITS.clone(),
         )?,
-        missed_limit: keys.count("missed_limit")?.unwrap_or(3) as u32,
+        missed_limit: keys.count_within("missed_limit", 3, 1..=1000)? as u32,
     })
 }
 
@@ -232,11 +284,11 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
         caching: share(&keys, "caching", 0.3)?,
         hot_share: share(&keys, "hot_share", 0.05)?,
         cdn_share: share(&keys, "cdn_share", 0.75)?,
-        workers: keys.count("workers")?.unwrap_or(3).max(1),
+        workers: keys.count_within("workers", 3, 1..=1024)?,
         seed,
         port: keys.port("port", 80)?,
         control_port: keys.port("control_port", DEFAULT_CONTROL_PORT)?,
-        probes: keys.count("probes")?.unwrap_or(3),
+        probes: keys.count_within("probes", 3, 0..=100)?,
         metadata_interval: keys.duration_within(
             "metadata_interval",
             Duration::from_millis(500),
@@ -282,12 +334,70 @@ pub fn viewers(table: &Table) -> Result<ViewersConfig, String> {
         cloud: keys.node_name("cloud", keys.string("cloud")?.unwrap_or("cloud"))?,
         seed,
         trace: keys.integer("trace")?.unwrap_or(0),
-        window: keys.duration("window")?.unwrap_or(Duration::from_secs(30)),
-        segments: keys.count("segments")?.unwrap_or(350),
+        window: keys.duration_within(
+            "window",
+            Duration::from_secs(30),
+            Duration::ZERO..=Duration::from_secs(24 * 3600),
+        )?,
+        segments: keys.count_within("segments", 350, 1..=1_000_000)?,
         startup: keys.duration("startup")?.unwrap_or(Duration::from_secs(1)),
-        probes: keys.count("probes")?.unwrap_or(3),
+        probes: keys.count_within("probes", 3, 0..=100)?,
         segment_timeout: keys
             .duration("segment_timeout")?
             .unwrap_or(Duration::from_secs(30)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed<T>(read: fn(&Table) -> Result<T, String>, text: &str) -> Result<T, String> {
+        read(&text.parse::<Table>().unwrap())
+    }
+
+    /// Sizes a role allocates by, and times it sleeps for, are refused past their bounds with
+    /// the key named, instead of aborting the process.
+    #[test]
+    fn sizes_past_their_bounds_are_refused_by_name() {
+        let fdn = "index = 0\nmethod = \"robust-ffdn\"\n";
+        assert!(parsed(super::fdn, fdn).is_ok());
+        for (extra, key) in [
+            ("catalog = { videos = 1000000000 }", "videos"),
+            ("catalog = { segments_max = 4000000000 }", "segments_max"),
+            (
+                "catalog = { videos = 100000, segments_max = 100 }",
+                "catalog",
+            ),
+            ("catalog = { processing_cv = 1e20 }", "processing_cv"),
+            ("catalog = { processing_max = \"2h\" }", "processing_max"),
+            ("catalog = { bitrate_max = \"1000gbit\" }", "bitrate_max"),
+            (
+                "catalog = { segment_duration = \"1h\" }",
+                "segment_duration",
+            ),
+            ("workers = 1000000000", "workers"),
+            ("workers = 0", "workers"),
+            ("probes = 1000000", "probes"),
+        ] {
+            let refused = parsed(super::fdn, &format!("{fdn}{extra}")).unwrap_err();
+            assert!(refused.contains(key), "{extra}: {refused}");
+        }
+        for (text, key) in [
+            ("segments = 1000000000", "segments"),
+            ("window = \"1000h\"", "window"),
+            ("probes = 1000", "probes"),
+        ] {
+            let refused = parsed(super::viewers, text).unwrap_err();
+            assert!(refused.contains(key), "{text}: {refused}");
+        }
+        let refused =
+            parsed(super::cloud, "fdns = [\"f1\"]\nmissed_limit = 5000000000").unwrap_err();
+        assert!(refused.contains("missed_limit"), "{refused}");
+        // Five FDNs that could each cache a catalogue of a million segments: the metadata
+        // could not cross the control plane.
+        let big = "fdns = [\"f1\", \"f2\", \"f3\", \"f4\", \"f5\"]\ncatalog = { videos = 10000, segments_min = 100, segments_max = 100 }";
+        let refused = parsed(super::cloud, big).unwrap_err();
+        assert!(refused.contains("frame"), "{refused}");
+    }
 }

@@ -25,6 +25,9 @@ use crate::cdn::{parse_path, Kind};
 use crate::has::{ABR_NAMES, DEFAULT_STARTUP_SEGMENTS};
 use crate::roles::config::Keys;
 
+/// The longest a client may be told to play: a day.
+const MAX_PLAY: Duration = Duration::from_secs(24 * 3600);
+
 /// Every key the config may have.
 pub const CONFIG_KEYS: &[&str] = &[
     "url",
@@ -129,9 +132,12 @@ pub fn parse_config(table: &Table) -> Result<ClientConfig, String> {
         policy,
         http2,
         keep_alive,
-        max_duration: config
-            .time("max_duration")?
-            .filter(|duration| !duration.is_zero()),
+        max_duration: match config.time("max_duration")? {
+            Some(d) if d > MAX_PLAY => {
+                return config.fail("max_duration", format!("must be at most {MAX_PLAY:?}"))
+            }
+            d => d.filter(|duration| !duration.is_zero()),
+        },
     })
 }
 

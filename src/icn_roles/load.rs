@@ -36,6 +36,9 @@ pub struct LoadConfig {
     pub seed: u64,
 }
 
+/// The most requests a second one load generator may be asked to send.
+const MAX_REQUESTS_PER_S: f64 = 10_000.0;
+
 pub fn config(table: &Table) -> Result<LoadConfig, String> {
     let keys = Keys::new(table);
     keys.only(
@@ -53,6 +56,16 @@ pub fn config(table: &Table) -> Result<LoadConfig, String> {
     let users = keys.number("users")?.unwrap_or(0.0);
     if !(users.is_finite() && users >= 0.0) {
         return keys.fail("users", "must be a number ≥ 0");
+    }
+    // Every request is a task and a record: the load is bounded, not the machine's memory.
+    let per_second = users * rates.iter().sum::<f64>();
+    if per_second > MAX_REQUESTS_PER_S {
+        return keys.fail(
+            "users",
+            format!(
+                "users × the sum of rates is {per_second} requests/s, above {MAX_REQUESTS_PER_S}"
+            ),
+        );
     }
     let objects = keys.integer("objects")?.unwrap_or(1000);
     if objects == 0 {
@@ -76,10 +89,16 @@ pub fn config(table: &Table) -> Result<LoadConfig, String> {
         rates,
         objects,
         zipf,
-        duration: keys
-            .duration("duration")?
-            .unwrap_or(Duration::from_secs(60)),
-        timeout: keys.duration("timeout")?.unwrap_or(Duration::from_secs(10)),
+        duration: keys.duration_within(
+            "duration",
+            Duration::from_secs(60),
+            Duration::ZERO..=Duration::from_secs(24 * 3600),
+        )?,
+        timeout: keys.duration_within(
+            "timeout",
+            Duration::from_secs(10),
+            Duration::from_millis(100)..=Duration::from_secs(600),
+        )?,
         seed: keys.integer("seed")?.unwrap_or(1),
     })
 }
@@ -390,9 +409,14 @@ mod tests {
     fn a_zero_rate_sends_nothing_and_an_infinite_one_is_refused() {
         let mut none = Arrivals::new(&load("0,0", "10")).expect("arrivals");
         assert_eq!(none.next(), None);
-        let e = Arrivals::new(&load("1e300,0", "1e300"))
-            .err()
-            .expect("refused");
+        // The config refuses a load past its bound, naming it...
+        let text = "region = 'r1'\nrouter = 'router1'\nusers = '1000'\napps = 'a'\nrates = '11'";
+        let refused = config(&text.parse().expect("TOML")).unwrap_err();
+        assert!(refused.contains("requests/s, above 10000"), "{refused}");
+        // ...and the arrivals refuse a rate that is not finite, however they are configured.
+        let mut infinite = load("0,0", "10");
+        (infinite.users, infinite.rates) = (1e300, vec![1e300, 0.0]);
+        let e = Arrivals::new(&infinite).err().expect("refused");
         assert!(e.contains("not a finite rate"), "{e}");
     }
 }

@@ -94,7 +94,8 @@ pub fn config(table: &Table) -> Result<SiteConfig, String> {
         capacity_link: keys.string("capacity_link")?.map(str::to_string),
         apps: keys.items("apps")?,
         object_size,
-        max_regions: keys.count("max_regions")?.unwrap_or(64),
+        // Its demand report is a control message: 4096 regions × a few applications fit.
+        max_regions: keys.count_within("max_regions", 64, 1..=4096)?,
     })
 }
 
@@ -307,9 +308,10 @@ mod tests {
         assert_eq!(counter.take(), [demand("a1", OVERFLOW_REGION, 6)]);
     }
 
-    /// An object size a router or border could not read whole is refused by name.
+    /// An object size a router or border could not read whole, or more regions than a report
+    /// can carry, is refused by name.
     #[test]
-    fn object_sizes_are_bounded() {
+    fn object_sizes_and_regions_are_bounded() {
         let site = |size: u64| {
             let text = format!("capacity = \"8mbit\"\napps = [\"app1\"]\nobject_size = {size}");
             config(&text.parse::<Table>().unwrap())
@@ -322,5 +324,8 @@ mod tests {
             let refused = site(bad).unwrap_err();
             assert!(refused.contains("object_size"), "{refused}");
         }
+        let regions = "capacity = \"8mbit\"\napps = [\"app1\"]\nmax_regions = 100000";
+        let refused = config(&regions.parse::<Table>().unwrap()).unwrap_err();
+        assert!(refused.contains("max_regions"), "{refused}");
     }
 }

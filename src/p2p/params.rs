@@ -103,6 +103,10 @@ impl Params {
                 self.slots, self.warmup
             ));
         }
+        // The live roles' bound: the popularity table is allocated whole.
+        if !(1..=100_000).contains(&self.chunks) {
+            return Err(format!("chunks: {} must be 1 to 100000", self.chunks));
+        }
         let popularity = cdnlab_core::zipf::weights(self.chunks, self.zipf);
         let system = |name: &str, upload: &[f64]| {
             if upload.len() != self.peers.len() {

@@ -154,7 +154,8 @@ fn no_window(bytes: u64) -> io::Error {
 /// progress for `tcp::IO_TIMEOUT` (10 s).
 pub fn measure_goodput(target: SocketAddr, opts: &GoodputOptions) -> io::Result<GoodputReport> {
     let limit = Duration::from_secs_f64(protocol::MAX_SECONDS);
-    if opts.duration.is_zero() || opts.warmup + opts.duration > limit {
+    let total = opts.warmup.checked_add(opts.duration);
+    if opts.duration.is_zero() || total.is_none_or(|total| total > limit) {
         return Err(invalid(format!(
             "warmup {:?} + duration {:?} must be above 0 and at most {limit:?}",
             opts.warmup, opts.duration

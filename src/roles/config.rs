@@ -114,6 +114,25 @@ impl<'a> Keys<'a> {
             .transpose()
     }
 
+    /// A count at `key` ([`Keys::count`]), `default` when absent, refused outside `range`: a
+    /// count sizes what a role allocates or spawns, so a typo of a few digits must be an error,
+    /// not an abort.
+    pub fn count_within(
+        &self,
+        key: &str,
+        default: usize,
+        range: std::ops::RangeInclusive<usize>,
+    ) -> Result<usize, String> {
+        match self.count(key)? {
+            None => Ok(default),
+            Some(n) if range.contains(&n) => Ok(n),
+            Some(n) => self.fail(
+                key,
+                format!("{n} is not {} to {}", range.start(), range.end()),
+            ),
+        }
+    }
+
     /// A port, or a string holding one; `default` when absent.
     pub fn port(&self, key: &str, default: u16) -> Result<u16, String> {
         match self.integer(key)? {

@@ -180,3 +180,23 @@ fn urr_without_drr_keeps_everything_upstream() {
         UrrConfig::parse(&table("upstream = 'http://ucs'\noffload = 'none'"), "urr").unwrap();
     assert_eq!(config.drr, None);
 }
+
+/// A catalogue too large to hold and send whole, or a time limit that would fail every
+/// exchange at once, is refused with its key named.
+#[test]
+fn oversized_catalogues_and_zero_limits_are_refused() {
+    let ucs = |text: &str| UcsConfig::parse(&table(text), "ucs1").map(|_| ());
+    assert!(ucs("videos = [{ name = 'a', segments = 100000 }]").is_ok());
+    let refused =
+        ucs("videos = [{ name = 'a', segments = 1000000 }, { name = 'b', segments = 1000000 }]")
+            .unwrap_err();
+    assert!(
+        refused.contains("videos") && refused.contains("chunks"),
+        "{refused}"
+    );
+    let refused = DcsConfig::parse(&table("origin_timeout = '0s'")).unwrap_err();
+    assert!(refused.contains("origin_timeout"), "{refused}");
+    let refused =
+        DrrConfig::parse(&table("dcs = ['http://dcs1']\nexchange_timeout = '0s'")).unwrap_err();
+    assert!(refused.contains("exchange_timeout"), "{refused}");
+}

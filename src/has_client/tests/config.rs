@@ -85,6 +85,7 @@ fn errors_name_the_key() {
     assert!(error(&format!("{url}timeout = '0s'")).contains("`timeout`"));
     assert!(error(&format!("{url}http2 = 'yes'")).contains("`http2`: expected true or false"));
     assert!(error(&format!("{url}policy = 3")).contains("`policy`: expected a string"));
+    assert!(error(&format!("{url}max_duration = 1e19")).contains("`max_duration`: must be at most"));
 }
 
 #[test]

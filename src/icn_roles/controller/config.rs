@@ -94,12 +94,14 @@ fn deadlines(keys: &Keys, apps: usize) -> Result<Vec<f64>, String> {
 
 /// T_SM, T_PARM and T_LDP, which Equation (1) must hold between.
 fn periods(keys: &Keys) -> Result<(Duration, Duration, Duration), String> {
+    // A period's calls must have time to cross the lab (each gets most of its period), and
+    // a period of a day is already a run of a day.
     let period = |key: &str, default: u64| -> Result<Duration, String> {
-        let d = keys.duration(key)?.unwrap_or(Duration::from_secs(default));
-        if d.is_zero() {
-            return keys.fail(key, "must be above zero");
-        }
-        Ok(d)
+        keys.duration_within(
+            key,
+            Duration::from_secs(default),
+            Duration::from_millis(100)..=Duration::from_secs(24 * 3600),
+        )
     };
     let (sm, parm, ldp) = (
         period("sm_period", 5)?,

@@ -70,4 +70,8 @@ fn bad_parameters_are_named_before_anything_runs() {
     );
     check(&["upload=1,1"], "upload: 2 values for 4 ISPs");
     check(&["colour=red"], "--set colour: unknown key");
+    check(
+        &["chunks=4000000000"],
+        "chunks: 4000000000 must be 1 to 100000",
+    );
 }
