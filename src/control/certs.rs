@@ -2,40 +2,34 @@
 //! lab's own processes can talk on its control plane. The CA's key is never written: nothing
 //! needs to sign after `cdnlab up`, and a key that does not exist cannot leak.
 
+use super::key_dir::KeyDir;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
-use std::fs;
-use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 
 /// Issues a fresh CA for `lab` and one certificate per node (its SAN is the node name, good for
 /// both server and client authentication), written under `dir` (mode 0700) as PEM: `ca.pem`,
 /// `NODE.pem`, `NODE.key` (mode 0600). Re-issuing replaces every file, and certificates from an
 /// earlier CA stop being accepted.
 pub fn issue_lab_certs(dir: &Path, lab: &str, nodes: &[&str]) -> io::Result<()> {
-    issue(dir, lab, nodes, |_| dir.to_path_buf())
+    issue(dir, lab, nodes, false)
 }
 
 /// `issue_lab_certs` with a directory per node: `dir/NODE/` (mode 0700) holds `ca.pem`,
 /// `NODE.pem` and `NODE.key`, so a node given only its own directory (a container mounting
 /// one volume) holds no other node's key.
 pub fn issue_lab_certs_per_node(dir: &Path, lab: &str, nodes: &[&str]) -> io::Result<()> {
-    issue(dir, lab, nodes, |node| dir.join(node))
+    issue(dir, lab, nodes, true)
 }
 
-fn issue(
-    dir: &Path,
-    lab: &str,
-    nodes: &[&str],
-    node_dir: impl Fn(&str) -> PathBuf,
-) -> io::Result<()> {
+fn issue(dir: &Path, lab: &str, nodes: &[&str], per_node: bool) -> io::Result<()> {
     for node in nodes {
         check_node_name(node)?;
     }
-    private_dir(dir)?;
+    let top = KeyDir::open(dir)?;
 
     let ca_key = KeyPair::generate().map_err(|e| rcgen_error("generating the lab CA key", e))?;
     let mut ca_params = CertificateParams::default();
@@ -51,9 +45,14 @@ fn issue(
     let issuer = Issuer::new(ca_params, ca_key);
 
     for node in nodes {
-        let dir = node_dir(node);
-        private_dir(&dir)?;
-        write_pem(&dir.join("ca.pem"), &ca_cert.pem(), 0o644)?;
+        let own;
+        let dir = if per_node {
+            own = top.child(node)?;
+            &own
+        } else {
+            &top
+        };
+        dir.write("ca.pem", ca_cert.pem().as_bytes(), 0o644)?;
         let what = format!("the certificate of node `{node}`");
         let key = KeyPair::generate().map_err(|e| rcgen_error(&what, e))?;
         let mut params =
@@ -69,10 +68,10 @@ fn issue(
         let cert = params
             .signed_by(&key, &issuer)
             .map_err(|e| rcgen_error(&what, e))?;
-        write_pem(&dir.join(format!("{node}.pem")), &cert.pem(), 0o644)?;
-        write_pem(
-            &dir.join(format!("{node}.key")),
-            &key.serialize_pem(),
+        dir.write(&format!("{node}.pem"), cert.pem().as_bytes(), 0o644)?;
+        dir.write(
+            &format!("{node}.key"),
+            key.serialize_pem().as_bytes(),
             0o600,
         )?;
     }
@@ -99,51 +98,6 @@ fn check_node_name(node: &str) -> io::Result<()> {
     }
 }
 
-/// Creates `dir` if needed, readable by its owner only: the keys in it are the nodes' identities.
-/// A symbolic link there is refused, not followed: the directory may have been handed in
-/// (`--certs DIR`), and root must not make private, or write keys into, whatever it points at.
-fn private_dir(dir: &Path) -> io::Result<()> {
-    let context =
-        |e: io::Error| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display()));
-    if fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "{} is a symbolic link: give the directory itself for the lab's keys",
-                dir.display()
-            ),
-        ));
-    }
-    fs::create_dir_all(dir).map_err(context)?;
-    // Opened without following a link (one swapped in since the check fails here), and made
-    // private through the handle, so the mode goes to this directory and nothing else.
-    fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-        .open(dir)
-        .map_err(context)?
-        .set_permissions(fs::Permissions::from_mode(0o700))
-        .map_err(context)
-}
-
-/// Writes a fresh file with `mode`: removing any old one first means a key file never keeps
-/// looser permissions from an earlier life.
-fn write_pem(path: &Path, pem: &str, mode: u32) -> io::Result<()> {
-    let context =
-        |e: io::Error| io::Error::new(e.kind(), format!("writing {}: {e}", path.display()));
-    match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(context(e)),
-        _ => {}
-    }
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .map_err(context)?;
-    file.write_all(pem.as_bytes()).map_err(context)
-}
-
 fn rcgen_error(what: &str, e: rcgen::Error) -> io::Error {
     io::Error::other(format!("issuing {what}: {e}"))
 }
@@ -152,6 +106,8 @@ fn rcgen_error(what: &str, e: rcgen::Error) -> io::Error {
 mod tests {
     use super::*;
     use crate::testing::TempDir;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
 
     fn mode(path: &Path) -> u32 {
         fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -181,5 +137,21 @@ mod tests {
         assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
         issue_lab_certs_per_node(&certs.join("real"), "l", &["drr"]).unwrap();
         assert_eq!(mode(&certs.join("real/drr")), 0o700);
+    }
+
+    /// A link planted where a key goes is replaced by the key, never written through.
+    #[test]
+    fn a_linked_key_file_is_replaced_not_written_through() {
+        let scratch = TempDir::new("certs-key-link");
+        let certs = scratch.0.join("certs");
+        fs::create_dir_all(&certs).unwrap();
+        let target = scratch.0.join("precious");
+        fs::write(&target, "precious").unwrap();
+        std::os::unix::fs::symlink(&target, certs.join("urr.key")).unwrap();
+        issue_lab_certs(&certs, "l", &["urr"]).unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "precious");
+        let key = fs::symlink_metadata(certs.join("urr.key")).unwrap();
+        assert!(key.file_type().is_file());
+        assert_eq!(key.permissions().mode() & 0o777, 0o600);
     }
 }

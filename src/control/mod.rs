@@ -17,6 +17,7 @@ mod client;
 mod codec;
 mod connections;
 mod identity;
+mod key_dir;
 mod server;
 mod tls;
 
