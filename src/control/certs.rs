@@ -79,8 +79,15 @@ fn issue(dir: &Path, lab: &str, nodes: &[&str], per_node: bool) -> io::Result<()
 }
 
 /// Node names become file names and certificate DNS names, so they are held to a hostname
-/// label (the topology's own rule), which keeps them from escaping `dir` too.
+/// label (the topology's own rule), which keeps them from escaping `dir` too; `ca` is taken by
+/// the CA's certificate.
 fn check_node_name(node: &str) -> io::Result<()> {
+    if node == "ca" {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a node named `ca` would have its certificate in `ca.pem`, the lab CA's file: rename the node",
+        ));
+    }
     let well_formed = !node.is_empty()
         && node.len() <= 63
         && node.starts_with(|c: char| c.is_ascii_lowercase())
@@ -137,6 +144,14 @@ mod tests {
         assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
         issue_lab_certs_per_node(&certs.join("real"), "l", &["drr"]).unwrap();
         assert_eq!(mode(&certs.join("real/drr")), 0o700);
+    }
+
+    #[test]
+    fn a_node_named_like_the_ca_file_is_refused() {
+        let scratch = TempDir::new("certs-ca-name");
+        let refused = issue_lab_certs(&scratch.0, "l", &["urr", "ca"]).unwrap_err();
+        assert!(refused.to_string().contains("`ca`"), "{refused}");
+        assert!(!scratch.0.exists(), "nothing is written");
     }
 
     /// A link planted where a key goes is replaced by the key, never written through.

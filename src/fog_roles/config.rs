@@ -17,10 +17,11 @@ const LIMITS: std::ops::RangeInclusive<Duration> =
 
 /// The most segments a catalogue may have (videos × `segments_max`): every fog role generates
 /// it in memory, and an FDN's registration and the cloud's metadata carry segment lists.
-const MAX_CATALOGUE_SEGMENTS: usize = 1_000_000;
+const MAX_CATALOGUE_SEGMENTS: u64 = 1_000_000;
 /// The most the cloud's metadata may hold: every FDN's list, were each to cache the whole
-/// catalogue, within the control plane's 16 MiB frame at up to 4 bytes a segment.
-const MAX_METADATA_SEGMENTS: usize = 4_000_000;
+/// catalogue, within the control plane's 16 MiB frame at up to 10 bytes a segment (bincode
+/// writes each of a segment's two numbers in 1, 3 or 5 bytes).
+const MAX_METADATA_SEGMENTS: u64 = 1_500_000;
 /// The longest on-demand processing of one segment, and the longest segment.
 const MAX_PROCESSING: Duration = Duration::from_secs(600);
 /// The highest bitrate of a video: 100 Gbit/s.
@@ -107,13 +108,11 @@ fn catalog(keys: &Keys, seed: u64) -> Result<CatalogSpec, String> {
             format!("must be at most {MAX_PROCESSING:?}"),
         );
     }
-    if spec.videos * spec.segments_max > MAX_CATALOGUE_SEGMENTS {
+    let segments = spec.videos as u64 * spec.segments_max as u64;
+    if segments > MAX_CATALOGUE_SEGMENTS {
         return keys.fail(
             "catalog",
-            format!(
-                "videos × segments_max is {}, above {MAX_CATALOGUE_SEGMENTS} segments",
-                spec.videos * spec.segments_max
-            ),
+            format!("videos × segments_max is {segments}, above {MAX_CATALOGUE_SEGMENTS} segments"),
         );
     }
     if spec.processing_max_s < spec.processing_min_s || spec.bitrate_max_bps < spec.bitrate_min_bps
@@ -199,14 +198,14 @@ pub fn cloud(table: &Table) -> Result<CloudConfig, String> {
     )?;
     let fdns = keys.node_names("fdns", 4096)?;
     let catalog = catalog(&keys, seed(&keys)?)?;
-    let most = fdns.len() * catalog.videos * catalog.segments_max;
+    let most = fdns.len() as u64 * catalog.videos as u64 * catalog.segments_max as u64;
     if most > MAX_METADATA_SEGMENTS {
         return keys.fail(
             "fdns",
             format!(
                 "{} FDNs × a catalogue of up to {} segments could make the metadata hold {most} segments, above {MAX_METADATA_SEGMENTS} (the control plane's frame): fewer FDNs or a smaller catalogue",
                 fdns.len(),
-                catalog.videos * catalog.segments_max
+                catalog.videos as u64 * catalog.segments_max as u64
             ),
         );
     }
@@ -399,5 +398,10 @@ mod tests {
         let big = "fdns = [\"f1\", \"f2\", \"f3\", \"f4\", \"f5\"]\ncatalog = { videos = 10000, segments_min = 100, segments_max = 100 }";
         let refused = parsed(super::cloud, big).unwrap_err();
         assert!(refused.contains("frame"), "{refused}");
+        // Four FDNs caching all of a catalogue of 1000 × 1000: about 20 MB of metadata.
+        let four = "fdns = [\"f1\", \"f2\", \"f3\", \"f4\"]\ncatalog = { videos = 1000, segments_min = 1000, segments_max = 1000 }";
+        assert!(parsed(super::cloud, four).unwrap_err().contains("frame"));
+        let three = "fdns = [\"f1\", \"f2\", \"f3\"]\ncatalog = { videos = 1000, segments_min = 500, segments_max = 500 }";
+        assert!(parsed(super::cloud, three).is_ok());
     }
 }
