@@ -80,6 +80,12 @@ where
     T: DeserializeOwned,
     R: AsyncRead + Unpin,
 {
+    let len = read_header(reader).await?;
+    read_payload(reader, len).await
+}
+
+/// Reads a frame's header: the payload length it announces, refused above [`MAX_FRAME`].
+pub(crate) async fn read_header<R: AsyncRead + Unpin>(reader: &mut R) -> io::Result<usize> {
     let mut header = [0; HEADER];
     reader.read_exact(&mut header).await.map_err(|e| {
         if e.kind() == io::ErrorKind::UnexpectedEof {
@@ -88,7 +94,15 @@ where
             e
         }
     })?;
-    let len = payload_len(header)?;
+    payload_len(header)
+}
+
+/// Reads the `len` bytes of payload that follow a header ([`read_header`]) and decodes them.
+pub(crate) async fn read_payload<T, R>(reader: &mut R, len: usize) -> io::Result<T>
+where
+    T: DeserializeOwned,
+    R: AsyncRead + Unpin,
+{
     let mut payload = Vec::new();
     (&mut *reader)
         .take(len as u64)

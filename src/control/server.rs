@@ -5,10 +5,11 @@
 //!
 //! A caller the service does not allow gets its connection closed with [`REFUSED`] and the
 //! reason, which the client turns into a `PermissionDenied` error; not one byte of its requests
-//! is read. What an allowed caller can make a server hold is bounded too: its connections
-//! ([`Limits::connections_per_node`]), the calls open on each
-//! ([`Limits::calls_per_connection`]), and the time each request and response may take on the
-//! wire ([`Limits::transfer`]).
+//! is read. What allowed callers can make a server hold is bounded too: each node's
+//! connections ([`Limits::connections_per_node`]), the calls open on each
+//! ([`Limits::calls_per_connection`]), the time each request and response may take on the
+//! wire ([`Limits::transfer`]), and the bytes of requests held at once, over all callers
+//! ([`Limits::request_bytes`]).
 //!
 
 use super::callers::Callers;
@@ -23,6 +24,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 /// The stream error code a server resets a call with when it cannot read the request (too
@@ -48,16 +50,24 @@ pub(crate) struct Limits {
     pub calls_per_connection: u32,
     /// Connections one node may hold; a newer one closes its oldest.
     pub connections_per_node: usize,
+    /// Bytes of requests the server holds at once, from every caller together: a request
+    /// takes its announced length from this budget before its payload is read, and gives it
+    /// back once answered. A request that waits for room waits within
+    /// [`Limits::transfer`]; one announcing more than the whole budget is refused.
+    pub request_bytes: usize,
 }
 
 impl Limits {
-    /// Far above what a lab's roles use (one kept connection per peer, a few calls at once),
-    /// far below what would let one node exhaust a server: a node can make it buffer at most
-    /// `connections_per_node × calls_per_connection` requests of up to `MAX_FRAME` each.
+    /// Far above what a lab's roles use (one kept connection per peer, a few calls at once,
+    /// messages of bytes to a few MB), far below what would let callers exhaust a server:
+    /// four requests of the largest size (`MAX_FRAME`) fit the byte budget at once, where
+    /// `connections_per_node × calls_per_connection` streams alone would let each node make
+    /// it buffer 128 of them (2 GiB).
     pub(crate) const DEFAULT: Limits = Limits {
         transfer: Duration::from_secs(30),
         calls_per_connection: 16,
         connections_per_node: 8,
+        request_bytes: 4 * codec::MAX_FRAME,
     };
 }
 
@@ -146,6 +156,7 @@ where
         handler,
         limits,
         connections: Arc::default(),
+        request_bytes: Semaphore::new(limits.request_bytes),
     });
     #[cfg(test)]
     let connections = service.connections.clone();
@@ -172,6 +183,8 @@ struct Service<F> {
     handler: F,
     limits: Limits,
     connections: Arc<Connections>,
+    /// What is left of [`Limits::request_bytes`], one permit a byte.
+    request_bytes: Semaphore,
 }
 
 /// Completes the handshake (where strangers are refused), checks the caller (closing the
@@ -221,8 +234,8 @@ async fn serve_call<Req, Resp, F, Fut>(
     Fut: Future<Output = Resp> + Send + 'static,
 {
     let transfer = service.limits.transfer;
-    let read = tokio::time::timeout(transfer, codec::read_frame::<Req, _>(&mut recv)).await;
-    let Ok(Ok(request)) = read else {
+    let read = tokio::time::timeout(transfer, read_request::<Req, F>(&mut recv, &service)).await;
+    let Ok(Ok((request, _held))) = read else {
         // Errors on an already closed stream change nothing: the caller is gone.
         let _ = recv.stop(BAD_REQUEST.into());
         let _ = send.reset(BAD_REQUEST.into());
@@ -244,6 +257,36 @@ async fn serve_call<Req, Resp, F, Fut>(
             let _ = send.reset(BAD_RESPONSE.into());
         }
     }
+}
+
+/// Reads one request, its announced length first taken from the server's byte budget (and
+/// held, in the permit returned, until the call is answered).
+async fn read_request<'a, Req: DeserializeOwned, F>(
+    recv: &mut quinn::RecvStream,
+    service: &'a Service<F>,
+) -> io::Result<(Req, tokio::sync::SemaphorePermit<'a>)> {
+    let len = codec::read_header(recv).await?;
+    let too_large = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "a request of {len} bytes is more than the {} bytes this server holds at once",
+                service.limits.request_bytes
+            ),
+        )
+    };
+    // `MAX_FRAME` (the most `read_header` lets through) is below 2^32.
+    let permits = u32::try_from(len).map_err(|_| too_large())?;
+    if len > service.limits.request_bytes {
+        return Err(too_large());
+    }
+    let held = service
+        .request_bytes
+        .acquire_many(permits)
+        .await
+        .map_err(|_| io::Error::other("server closing"))?;
+    let request = codec::read_payload(recv, len).await?;
+    Ok((request, held))
 }
 
 /// The node name in the peer's verified certificate.

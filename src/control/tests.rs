@@ -349,6 +349,69 @@ async fn a_response_the_caller_does_not_take_is_reset() {
     .await;
 }
 
+/// Requests from every caller share one byte budget: a request that announces more than is
+/// left waits (its payload unread) until an earlier one is answered, and one that announces
+/// more than the whole budget is refused at once.
+#[tokio::test]
+async fn requests_wait_for_room_in_the_servers_byte_budget() {
+    bounded(async {
+        let dir = lab("budget");
+        let limits = tight(|l| l.request_bytes = 1000);
+        let server = serve_with(
+            loopback(),
+            &Identity::load(&dir.0, "urr").unwrap(),
+            anyone(),
+            |_peer: PeerName, bytes: Vec<u8>| async move { bytes.len() as u32 },
+            limits,
+        )
+        .await
+        .unwrap();
+        let raw = |node| {
+            let id = Identity::load(&dir.0, node).unwrap();
+            let server = &server;
+            async move { raw_connection(server, &id).await }
+        };
+        let answer = |mut recv: quinn::RecvStream| async move {
+            super::codec::read_frame::<u32, _>(&mut recv).await
+        };
+        // drr's request takes 800 bytes of the budget and stops 10 bytes into its payload.
+        let (_e1, first) = raw("drr").await;
+        let big = super::codec::encode(&vec![1u8; 797]).unwrap();
+        assert_eq!(big.len(), 4 + 800);
+        let (mut big_send, big_recv) = first.open_bi().await.unwrap();
+        big_send.write_all(&big[..14]).await.unwrap();
+        // dcs1's request of 300 bytes does not fit beside it: it is not answered...
+        let (_e2, second) = raw("dcs1").await;
+        let (mut small_send, small_recv) = second.open_bi().await.unwrap();
+        small_send
+            .write_all(&super::codec::encode(&vec![2u8; 297]).unwrap())
+            .await
+            .unwrap();
+        small_send.finish().unwrap();
+        let small = tokio::spawn(answer(small_recv));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            !small.is_finished(),
+            "answered beside a request holding 800 of 1000 bytes"
+        );
+        // ...until drr's request is whole and answered.
+        big_send.write_all(&big[14..]).await.unwrap();
+        big_send.finish().unwrap();
+        assert_eq!(answer(big_recv).await.unwrap(), 797);
+        assert_eq!(small.await.unwrap().unwrap(), 297);
+        // A request larger than the whole budget could never fit: reset, not left waiting.
+        let (mut send, mut recv) = first.open_bi().await.unwrap();
+        send.write_all(&1001u32.to_be_bytes()).await.unwrap();
+        match recv.read_to_end(64).await {
+            Err(quinn::ReadToEndError::Read(quinn::ReadError::Reset(code))) => {
+                assert_eq!(code, BAD_REQUEST.into())
+            }
+            other => panic!("expected a reset with BAD_REQUEST, got {other:?}"),
+        }
+    })
+    .await;
+}
+
 /// Calls beyond a connection's share wait for a free stream instead of piling up in the server.
 #[tokio::test]
 async fn calls_beyond_a_connections_share_wait_their_turn() {
