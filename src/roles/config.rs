@@ -123,13 +123,24 @@ impl<'a> Keys<'a> {
         default: usize,
         range: std::ops::RangeInclusive<usize>,
     ) -> Result<usize, String> {
-        match self.count(key)? {
+        let outside = |n: &usize| format!("{n} is not {} to {}", range.start(), range.end());
+        self.within(key, self.count(key)?, default, &range, outside)
+    }
+
+    /// `value` read at `key`, `default` when absent, refused with `outside`'s message when
+    /// not in `range`.
+    fn within<T: PartialOrd>(
+        &self,
+        key: &str,
+        value: Option<T>,
+        default: T,
+        range: &std::ops::RangeInclusive<T>,
+        outside: impl FnOnce(&T) -> String,
+    ) -> Result<T, String> {
+        match value {
             None => Ok(default),
-            Some(n) if range.contains(&n) => Ok(n),
-            Some(n) => self.fail(
-                key,
-                format!("{n} is not {} to {}", range.start(), range.end()),
-            ),
+            Some(v) if range.contains(&v) => Ok(v),
+            Some(v) => self.fail(key, outside(&v)),
         }
     }
 
@@ -266,14 +277,8 @@ impl<'a> Keys<'a> {
         default: Duration,
         range: std::ops::RangeInclusive<Duration>,
     ) -> Result<Duration, String> {
-        match self.duration(key)? {
-            None => Ok(default),
-            Some(d) if range.contains(&d) => Ok(d),
-            Some(_) => self.fail(
-                key,
-                format!("must be {:?} to {:?}", range.start(), range.end()),
-            ),
-        }
+        let outside = |_: &Duration| format!("must be {:?} to {:?}", range.start(), range.end());
+        self.within(key, self.duration(key)?, default, &range, outside)
     }
 
     /// A time in tc units (`"6s"`, `"500ms"`), or a bare number of seconds.

@@ -23,30 +23,46 @@ pub async fn exact_body(response: reqwest::Response, size: u64) -> Result<Bytes,
 /// The body of `response` when its size is not known in advance, up to `limit` bytes: a
 /// `Content-Length` above it is refused before the body is read, and a sender that sends
 /// more is cut off there.
-pub async fn body_at_most(mut response: reqwest::Response, limit: u64) -> Result<Bytes, String> {
+pub async fn body_at_most(response: reqwest::Response, limit: u64) -> Result<Bytes, String> {
     if let Some(length) = response.content_length().filter(|&l| l > limit) {
         return Err(format!(
             "Content-Length {length}, above the limit of {limit} bytes"
         ));
     }
     let mut body = BytesMut::new();
-    while let Some(piece) = response.chunk().await.map_err(|e| describe(&e))? {
+    each_piece(response, |piece| {
         if (body.len() + piece.len()) as u64 > limit {
             return Err(format!("more than {limit} bytes"));
         }
         body.extend_from_slice(&piece);
-    }
+        Ok(())
+    })
+    .await?;
     Ok(body.freeze())
 }
 
 /// Reads the body of `response` to its end without keeping it (a load generator's or a
 /// probe's answer, timed but not used): the bytes it had, with memory bounded by one piece.
-pub async fn drain_body(mut response: reqwest::Response) -> Result<u64, String> {
+pub async fn drain_body(response: reqwest::Response) -> Result<u64, String> {
     let mut total = 0;
-    while let Some(piece) = response.chunk().await.map_err(|e| describe(&e))? {
+    each_piece(response, |piece| {
         total += piece.len() as u64;
-    }
+        Ok(())
+    })
+    .await?;
     Ok(total)
+}
+
+/// Passes each piece of `response`'s body to `take` as it arrives, stopping at its first
+/// error.
+async fn each_piece(
+    mut response: reqwest::Response,
+    mut take: impl FnMut(Bytes) -> Result<(), String>,
+) -> Result<(), String> {
+    while let Some(piece) = response.chunk().await.map_err(|e| describe(&e))? {
+        take(piece)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
