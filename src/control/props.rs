@@ -139,7 +139,8 @@ fn fog_messages() -> impl Strategy<Value = (CloudRequest, CloudResponse)> {
         });
     (
         prop_oneof![
-            segments().prop_map(|cached| CloudRequest::Register { cached }),
+            (any::<u32>(), segments())
+                .prop_map(|(index, cached)| CloudRequest::Register { index, cached }),
             Just(CloudRequest::Metadata),
         ],
         prop_oneof![

@@ -18,8 +18,12 @@ pub enum Source {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ServerRequest {
     /// Store these contents (one entry per slot, None: empty), fetched from the data center;
-    /// answered once every slot holds its content.
-    Fill { slots: Vec<Option<u32>> },
+    /// answered once every slot holds its content. `ticket_key` checks the tickets of the
+    /// dispatcher's redirects ([`ticket_context`]).
+    Fill {
+        slots: Vec<Option<u32>>,
+        ticket_key: [u8; crate::roles::tokens::KEY_BYTES],
+    },
     /// Replace slot `slot`'s replica of `evict` by one of `content` fetched from `from`;
     /// answered at once, the fetch going on after.
     Replace {
@@ -53,17 +57,23 @@ pub enum DispatcherResponse {
 }
 
 /// The query a redirect to a server carries: the ticket of the transfer the dispatcher
-/// assigned it, which the server reports back with `Done`. A request without one did not come
-/// through the dispatcher, and a server refuses it.
+/// assigned it (a `roles::tokens` token of the transfer's number, for that server and
+/// content), whose number the server reports back with `Done`. A request without a ticket
+/// the dispatcher made for that server and content did not come through the dispatcher, and
+/// a server refuses it.
 pub const TICKET: &str = "ticket";
 
-/// The ticket in a request's query (`ticket=N`), if it has one.
-pub fn ticket_of(query: Option<&str>) -> Option<u64> {
+/// The ticket in a request's query (`ticket=T`), if it has one.
+pub fn ticket_of(query: Option<&str>) -> Option<&str> {
     query?
         .split('&')
-        .find_map(|pair| pair.strip_prefix(TICKET)?.strip_prefix('='))?
-        .parse()
-        .ok()
+        .find_map(|pair| pair.strip_prefix(TICKET)?.strip_prefix('='))
+}
+
+/// What a ticket is for: a transfer of `content` by `server`, so that one given for another
+/// server or content is no ticket there.
+pub fn ticket_context(server: &str, content: u32) -> String {
+    format!("{server}/c/{content}")
 }
 
 /// Dispatcher → data center.
@@ -91,17 +101,10 @@ mod tests {
     use super::ticket_of;
 
     #[test]
-    fn a_ticket_is_read_from_the_query_and_nothing_else_passes_for_one() {
-        assert_eq!(ticket_of(Some("ticket=42")), Some(42));
-        assert_eq!(ticket_of(Some("x=1&ticket=7")), Some(7));
-        for query in [
-            None,
-            Some(""),
-            Some("ticket="),
-            Some("ticket=-1"),
-            Some("tickets=3"),
-            Some("ticket=1x"),
-        ] {
+    fn a_ticket_is_read_from_the_query() {
+        assert_eq!(ticket_of(Some("ticket=42-ab")), Some("42-ab"));
+        assert_eq!(ticket_of(Some("x=1&ticket=7-cd")), Some("7-cd"));
+        for query in [None, Some(""), Some("tickets=3"), Some("x=ticket=3")] {
             assert_eq!(ticket_of(query), None, "{query:?}");
         }
     }

@@ -7,7 +7,7 @@
 //! the coordinator are the core crate's (`crate::replication`); this is their I/O.
 //!
 //! HTTP paths: `/c/C` a user's request for content C (0 … n−1; at a server,
-//! `/c/C?ticket=N` with the ticket of the dispatcher's redirect), `/copy/C` a replica copied
+//! `/c/C?ticket=T` with the ticket of the dispatcher's redirect), `/copy/C` a replica copied
 //! to a server, `/fill/C` a server's initial contents.
 
 pub mod config;

@@ -1,6 +1,7 @@
 //! `farm-server`: one server of the farm (papers/004): d slots, each holding one content's
-//! bytes, serving one user transfer at a time. A transfer (`GET /c/C?ticket=N`, sent here by
-//! the dispatcher's redirect; one without a ticket is refused) lasts a service time drawn i.i.d. from an exponential distribution of mean
+//! bytes, serving one user transfer at a time. A transfer (`GET /c/C?ticket=T`, sent here by
+//! the dispatcher's redirect; one without a ticket the dispatcher made for this server and
+//! content is refused) lasts a service time drawn i.i.d. from an exponential distribution of mean
 //! `service`, its bytes paced evenly over it; a second one while busy is refused (503). When
 //! a transfer ends, whole or not, the server tells the dispatcher, with its ticket. On the dispatcher's word
 //! (control plane, the dispatcher only) it fills its slots from the data center at the start,
@@ -11,7 +12,8 @@
 
 use super::config::ServerConfig;
 use super::messages::{
-    ticket_of, DispatcherRequest, DispatcherResponse, ServerRequest, ServerResponse, Source,
+    ticket_context, ticket_of, DispatcherRequest, DispatcherResponse, ServerRequest,
+    ServerResponse, Source,
 };
 use super::{content_of, payload};
 use crate::cdn::hashing::hash64;
@@ -24,6 +26,7 @@ use crate::roles::http::paced::Paced;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Body, ServeOptions};
 use crate::roles::peers::Peer;
+use crate::roles::tokens::TokenKey;
 use bytes::{Bytes, BytesMut};
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
@@ -56,6 +59,8 @@ struct Server {
     /// Bumped at every change of `slots`.
     changed: watch::Sender<()>,
     busy: AtomicBool,
+    /// The dispatcher's key for the tickets of its redirects, from its `Fill`.
+    tickets: Mutex<Option<TokenKey>>,
     rng: Mutex<StdRng>,
     http: reqwest::Client,
     dispatcher: tokio::sync::Mutex<Peer>,
@@ -63,6 +68,43 @@ struct Server {
     /// refusal goes unreported (its lease frees the server in the dispatcher's count), so
     /// that requests arriving while busy cannot pile reports up.
     refusals: Arc<tokio::sync::Semaphore>,
+}
+
+/// Why a request's ticket takes no transfer.
+#[derive(Debug, PartialEq)]
+enum NoTicket {
+    /// None the dispatcher made for this server and content (403).
+    Forbidden(&'static str),
+    /// The dispatcher's `Fill`, which brings its key, has not come yet (503).
+    Unfilled,
+}
+
+impl NoTicket {
+    fn response(&self) -> Response<Body> {
+        match self {
+            NoTicket::Forbidden(why) => error(StatusCode::FORBIDDEN, why),
+            NoTicket::Unfilled => http::unavailable("not filled by the dispatcher yet"),
+        }
+    }
+}
+
+/// The number of the ticket in a request's `query` for `content` at server `node`, checked
+/// with the dispatcher's key: a user's request comes through the dispatcher, whose redirect
+/// carries the ticket of the transfer it assigned (the one it waits to hear the end of).
+fn ticket(
+    key: Option<&TokenKey>,
+    node: &str,
+    content: u32,
+    query: Option<&str>,
+) -> Result<u64, NoTicket> {
+    let token = ticket_of(query).ok_or(NoTicket::Forbidden(
+        "no ticket: a user's request comes through the dispatcher",
+    ))?;
+    let key = key.ok_or(NoTicket::Unfilled)?;
+    key.id_of(&ticket_context(node, content), token)
+        .ok_or(NoTicket::Forbidden(
+            "not a ticket the dispatcher gave for this server and content",
+        ))
 }
 
 /// Reports of refused transfers on their way at once.
@@ -134,14 +176,12 @@ impl Server {
         let Some(content) = content_of(path, "c", contents) else {
             return error(StatusCode::NOT_FOUND, "no such content");
         };
-        // A user's request comes through the dispatcher, whose redirect carries the ticket of
-        // the transfer it assigned: the one it waits to hear the end of. (The server cannot
-        // tell a made-up ticket from a real one; the dispatcher can.)
-        let Some(ticket) = ticket_of(request.uri().query()) else {
-            return error(
-                StatusCode::FORBIDDEN,
-                "no ticket: a user's request comes through the dispatcher",
-            );
+        let ticket = {
+            let tickets = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
+            match ticket(tickets.as_ref(), &self.node, content, request.uri().query()) {
+                Ok(ticket) => ticket,
+                Err(refusal) => return refusal.response(),
+            }
         };
         if self.busy.swap(true, Ordering::AcqRel) {
             // The dispatcher thinks this transfer is here (it assigned it after an earlier
@@ -240,7 +280,7 @@ impl Server {
 
     async fn control(self: Arc<Self>, request: ServerRequest) -> ServerResponse {
         match request {
-            ServerRequest::Fill { slots } => {
+            ServerRequest::Fill { slots, ticket_key } => {
                 if slots.len() != self.config.slots {
                     return ServerResponse::Refused(format!(
                         "{} slots asked of a server with {}",
@@ -248,6 +288,8 @@ impl Server {
                         self.config.slots
                     ));
                 }
+                *self.tickets.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(TokenKey::from_bytes(ticket_key));
                 let mut waiting = Vec::new();
                 for (i, content) in slots.iter().enumerate() {
                     match content {
@@ -339,6 +381,7 @@ pub async fn run(
         slots: Mutex::new(vec![None; config.slots]),
         changed: watch::channel(()).0,
         busy: AtomicBool::new(false),
+        tickets: Mutex::new(None),
         rng: Mutex::new(StdRng::seed_from_u64(seed)),
         http,
         dispatcher: tokio::sync::Mutex::new(Peer::new(&config.dispatcher)),
@@ -370,4 +413,35 @@ pub async fn run(
         .await?
         .run_until(shutdown)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a ticket the dispatcher's key made for this server and content takes a transfer:
+    /// none, a made-up one, one for another server or content, or any before the key came, is
+    /// refused.
+    #[test]
+    fn a_transfer_takes_a_ticket_the_dispatcher_made_for_it() {
+        let key = TokenKey::generate().unwrap();
+        let given = key.token(&ticket_context("s1", 7), 5);
+        let query = format!("ticket={given}");
+        let check = |key: Option<&TokenKey>, node: &str, content: u32, query: Option<&str>| {
+            ticket(key, node, content, query).map_err(|refusal| refusal.response().status())
+        };
+        assert_eq!(check(Some(&key), "s1", 7, Some(&query)), Ok(5));
+        let forbidden = Err(StatusCode::FORBIDDEN);
+        assert_eq!(check(Some(&key), "s2", 7, Some(&query)), forbidden);
+        assert_eq!(check(Some(&key), "s1", 8, Some(&query)), forbidden);
+        assert_eq!(check(Some(&key), "s1", 7, None), forbidden);
+        let made_up = format!("ticket=5-{}", "0".repeat(64));
+        assert_eq!(check(Some(&key), "s1", 7, Some(&made_up)), forbidden);
+        let other = TokenKey::generate().unwrap();
+        assert_eq!(check(Some(&other), "s1", 7, Some(&query)), forbidden);
+        assert_eq!(
+            check(None, "s1", 7, Some(&query)),
+            Err(StatusCode::SERVICE_UNAVAILABLE)
+        );
+    }
 }

@@ -92,17 +92,21 @@ impl Cloud {
     /// filed under the caller's own index, keeping what the catalogue has.
     fn handle_control(&self, peer: &PeerName, request: CloudRequest) -> CloudResponse {
         match request {
-            CloudRequest::Register { cached } => {
-                let index = {
+            CloudRequest::Register { index, cached } => {
+                let place = {
                     let monitor = self.monitor.lock().unwrap_or_else(|p| p.into_inner());
                     monitor.fdns.iter().position(|f| f.name == peer.as_str())
                 };
                 let mut caches = self.caches.lock().unwrap_or_else(|p| p.into_inner());
-                match index.and_then(|i| caches.get_mut(i)) {
-                    Some(slot) => {
+                match place.map(|i| (i, caches.get_mut(i))) {
+                    Some((i, Some(slot))) if i as u64 == u64::from(index) => {
                         *slot = self.in_catalogue(cached);
                         CloudResponse::Registered
                     }
+                    Some((i, _)) => CloudResponse::Refused(format!(
+                        "node {peer} is FDN {i} of this cloud (its place in the cloud's `fdns`, \
+                         counted from 0), but its config says `index = {index}`"
+                    )),
                     None => {
                         CloudResponse::Refused(format!("node {peer} is not an FDN of this cloud"))
                     }
@@ -311,8 +315,10 @@ mod tests {
                 client.call::<_, CloudResponse>(&request).await
             }
         };
-        let register = |cached| CloudRequest::Register { cached };
-        let err = call("viewers", register(vec![(0, 0)])).await.unwrap_err();
+        let register = |index, cached| CloudRequest::Register { index, cached };
+        let err = call("viewers", register(0, vec![(0, 0)]))
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied, "{err}");
         assert!(
             err.to_string().contains("node viewers may not call"),
@@ -324,8 +330,18 @@ mod tests {
         let last_video = cloud.catalog.videos.len() as u32 - 1;
         let beyond = cloud.catalog.videos[0].segments.len() as u32;
         let sent = vec![(3, 4), (last_video + 1, 0), (0, beyond), (3, 4), (0, 0)];
+        // An FDN registering under another's index is refused, and files nothing.
+        match call("fdn2", register(0, sent.clone())).await.unwrap() {
+            CloudResponse::Refused(why) => assert_eq!(
+                why,
+                "node fdn2 is FDN 1 of this cloud (its place in the cloud's `fdns`, counted \
+                 from 0), but its config says `index = 0`"
+            ),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(*cloud.caches.lock().unwrap(), vec![vec![], vec![]]);
         assert!(matches!(
-            call("fdn2", register(sent)).await.unwrap(),
+            call("fdn2", register(1, sent)).await.unwrap(),
             CloudResponse::Registered
         ));
         let caches = cloud.caches.lock().unwrap().clone();

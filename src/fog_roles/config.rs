@@ -28,6 +28,12 @@ const MAX_PROCESSING: Duration = Duration::from_secs(600);
 const MAX_BITRATE_BPS: u64 = 100_000_000_000;
 /// The largest spread of processing times (σ / μ).
 const MAX_PROCESSING_CV: f64 = 10.0;
+/// The most FDNs one cloud serves (an FDN's `index` is below it).
+const MAX_FDNS: usize = 4096;
+/// The most sessions an FDN may keep open at once (each holds its video's segments).
+const MAX_SESSIONS: usize = 10_000;
+/// The longest start-up delay a viewer may ask for (an FDN refuses longer ones).
+pub const MAX_STARTUP: Duration = Duration::from_secs(3600);
 
 /// The catalog every fog role of a run generates alike; `catalog = { ... }` overrides a part.
 pub fn default_catalog(seed: u64) -> CatalogSpec {
@@ -196,7 +202,7 @@ pub fn cloud(table: &Table) -> Result<CloudConfig, String> {
         ],
         "role cloud",
     )?;
-    let fdns = keys.node_names("fdns", 4096)?;
+    let fdns = keys.node_names("fdns", MAX_FDNS)?;
     let catalog = catalog(&keys, seed(&keys)?)?;
     let most = fdns.len() as u64 * catalog.videos as u64 * catalog.segments_max as u64;
     if most > MAX_METADATA_SEGMENTS {
@@ -275,9 +281,16 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
     let seed = seed(&keys)?;
     Ok(FdnConfig {
         catalog: catalog(&keys, seed)?,
-        index: keys
-            .count("index")?
-            .ok_or("config key `index` is required")?,
+        index: match keys.count("index")? {
+            Some(i) if i < MAX_FDNS => i,
+            Some(i) => return keys.fail("index", format!("{i} is not 0 to {}", MAX_FDNS - 1)),
+            None => {
+                return keys.fail(
+                    "index",
+                    "is required: this FDN's place in the cloud's `fdns`, counted from 0",
+                )
+            }
+        },
         cloud: keys.node_name("cloud", keys.string("cloud")?.unwrap_or("cloud"))?,
         method,
         caching: share(&keys, "caching", 0.3)?,
@@ -298,16 +311,12 @@ pub fn fdn(table: &Table) -> Result<FdnConfig, String> {
             Duration::from_secs(10),
             LIMITS.clone(),
         )?,
-        max_sessions: match keys.count("max_sessions")? {
-            Some(0) => return keys.fail("max_sessions", "must be at least 1"),
-            n => n.unwrap_or(256),
-        },
-        session_idle_timeout: match keys.duration("session_idle_timeout")? {
-            Some(d) if d.is_zero() => {
-                return keys.fail("session_idle_timeout", "must be above zero")
-            }
-            d => d.unwrap_or(Duration::from_secs(30)),
-        },
+        max_sessions: keys.count_within("max_sessions", 256, 1..=MAX_SESSIONS)?,
+        session_idle_timeout: keys.duration_within(
+            "session_idle_timeout",
+            Duration::from_secs(30),
+            Duration::from_millis(100)..=Duration::from_secs(24 * 3600),
+        )?,
     })
 }
 
@@ -339,11 +348,17 @@ pub fn viewers(table: &Table) -> Result<ViewersConfig, String> {
             Duration::ZERO..=Duration::from_secs(24 * 3600),
         )?,
         segments: keys.count_within("segments", 350, 1..=1_000_000)?,
-        startup: keys.duration("startup")?.unwrap_or(Duration::from_secs(1)),
+        startup: keys.duration_within(
+            "startup",
+            Duration::from_secs(1),
+            Duration::ZERO..=MAX_STARTUP,
+        )?,
         probes: keys.count_within("probes", 3, 0..=100)?,
-        segment_timeout: keys
-            .duration("segment_timeout")?
-            .unwrap_or(Duration::from_secs(30)),
+        segment_timeout: keys.duration_within(
+            "segment_timeout",
+            Duration::from_secs(30),
+            LIMITS.clone(),
+        )?,
     })
 }
 
@@ -378,6 +393,8 @@ mod tests {
             ("workers = 1000000000", "workers"),
             ("workers = 0", "workers"),
             ("probes = 1000000", "probes"),
+            ("max_sessions = 1000000", "max_sessions"),
+            ("session_idle_timeout = \"1000h\"", "session_idle_timeout"),
         ] {
             let refused = parsed(super::fdn, &format!("{fdn}{extra}")).unwrap_err();
             assert!(refused.contains(key), "{extra}: {refused}");
@@ -386,10 +403,22 @@ mod tests {
             ("segments = 1000000000", "segments"),
             ("window = \"1000h\"", "window"),
             ("probes = 1000", "probes"),
+            // An FDN refuses an `/open` whose start-up delay is past an hour.
+            ("startup = \"2h\"", "startup"),
+            ("segment_timeout = \"1000h\"", "segment_timeout"),
         ] {
             let refused = parsed(super::viewers, text).unwrap_err();
             assert!(refused.contains(key), "{text}: {refused}");
         }
+        // The index must name a place among the most FDNs a cloud can have.
+        assert!(parsed(super::fdn, "index = 4095\nmethod = \"robust-ffdn\"").is_ok());
+        let refused = parsed(super::fdn, "index = 4096\nmethod = \"robust-ffdn\"").unwrap_err();
+        assert!(
+            refused.contains("`index`: 4096 is not 0 to 4095"),
+            "{refused}"
+        );
+        let refused = parsed(super::fdn, "method = \"robust-ffdn\"").unwrap_err();
+        assert!(refused.contains("`index`: is required"), "{refused}");
         let refused =
             parsed(super::cloud, "fdns = [\"f1\"]\nmissed_limit = 5000000000").unwrap_err();
         assert!(refused.contains("missed_limit"), "{refused}");

@@ -19,8 +19,8 @@
 //! Sessions are bounded (`fog::sessions`): at most `max_sessions` open (503 past it), and one
 //! no segment has been asked of for `session_idle_timeout` is dropped with its pending fetches
 //! and processing, so requests that open sessions and go away cost the FDN and the cloud little.
-//! A session is named by a token only its viewer was given (its number and a SipHash of it under
-//! keys the OS drew for this FDN), so no one else can read it, nor close it by reading its last
+//! A session is named by a token only its viewer was given (its number and an HMAC of it under a
+//! key the OS drew for this FDN, `roles::tokens`), so no one else can read it, nor close it by reading its last
 //! segment. A dropped session's segments not yet here fail at once (502), so no read of them
 //! waits for work that was cancelled.
 //!
@@ -42,13 +42,13 @@ use crate::roles::control::connect;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Running};
 use crate::roles::http::{Body, ServeOptions};
+use crate::roles::tokens::TokenKey;
 use crate::wall_clock::unix_now_s;
 use hyper::{Request, Response, StatusCode};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::Distribution;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -134,14 +134,14 @@ struct Fdn {
     http: reqwest::Client,
     state: Mutex<State>,
     sessions: Mutex<Sessions<Arc<Session>>>,
-    /// Keys of the session tokens (`Fdn::token`).
-    session_keys: RandomState,
+    /// The key of the session tokens (`Fdn::token`).
+    session_keys: TokenKey,
     started: Instant,
     tasks: mpsc::UnboundedSender<Task>,
 }
 
-/// How many hexadecimal digits a session token's check has.
-const CHECK_DIGITS: usize = 16;
+/// What a session token is for, in its tag.
+const SESSION_TOKEN: &str = "fdn-session";
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -194,18 +194,15 @@ impl Fdn {
         self.started.elapsed().as_secs_f64()
     }
 
-    /// The token that names session `id` to its viewer: `ID-CHECK`, CHECK a SipHash of ID
-    /// under this FDN's keys, which nobody else can compute.
+    /// The token that names session `id` to its viewer, which nobody without this FDN's key
+    /// can make.
     fn token(&self, id: u64) -> String {
-        let check = self.session_keys.hash_one(id);
-        format!("{id}-{check:0width$x}", width = CHECK_DIGITS)
+        self.session_keys.token(SESSION_TOKEN, id)
     }
 
     /// The session id a token names, if this FDN gave it.
     fn session_of(&self, token: &str) -> Option<u64> {
-        let (id, check) = token.split_once('-')?;
-        let id: u64 = id.parse().ok()?;
-        (check.len() == CHECK_DIGITS && self.token(id) == token).then_some(id)
+        self.session_keys.id_of(SESSION_TOKEN, token)
     }
 
     /// The request processor and segment cost estimator: decides every segment of the video
@@ -536,10 +533,10 @@ struct StreamTimes {
     startup_s: f64,
 }
 
-/// The longest start-up delay an `/open` may carry, and how far the stream's arrival may lie
-/// from this FDN's clock: beyond them the numbers are a mistake (or the clocks of the viewer
-/// and the FDN disagree), not a stream to decide for.
-const MAX_STARTUP_S: f64 = 3600.0;
+/// The longest start-up delay an `/open` may carry (what a viewer's config allows), and how
+/// far the stream's arrival may lie from this FDN's clock: beyond them the numbers are a
+/// mistake (or the clocks of the viewer and the FDN disagree), not a stream to decide for.
+const MAX_STARTUP_S: f64 = super::config::MAX_STARTUP.as_secs_f64();
 const MAX_CLOCK_GAP_S: f64 = 3600.0;
 
 /// `arrival=UNIX_SECONDS&startup=SECONDS` of `/open`.
@@ -615,11 +612,18 @@ async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>) {
         let Some(c) = client.as_ref() else { continue };
         if !registered {
             let request = CloudRequest::Register {
+                // Below `MAX_FDNS` (4096), which the config checked.
+                index: fdn.config.index as u32,
                 cached: fdn.cached_list(),
             };
             match c.call::<_, CloudResponse>(&request).await {
                 Ok(CloudResponse::Registered) => registered = true,
-                Ok(other) => tracing::warn!("fdn: the cloud refused the registration: {other:?}"),
+                Ok(CloudResponse::Refused(why)) => {
+                    tracing::error!("fdn: the cloud refused the registration: {why}")
+                }
+                Ok(other) => {
+                    tracing::warn!("fdn: the cloud answered a registration with {other:?}")
+                }
                 Err(e) => {
                     // A refusal (this node is not among the cloud's FDNs) is a misconfiguration
                     // worth a line in the log each time; a lost connection is not.
@@ -684,7 +688,7 @@ pub async fn start(
             config.max_sessions,
             config.session_idle_timeout,
         )),
-        session_keys: RandomState::new(),
+        session_keys: TokenKey::generate()?,
         started: Instant::now(),
         tasks,
         config,
@@ -993,7 +997,7 @@ mod tests {
         };
         let guesses: Vec<String> = vec![
             number.clone(),
-            format!("{number}-{:016x}", 0),
+            format!("{number}-{}", "0".repeat(64)),
             format!("{number}-"),
         ];
         for guess in &guesses {

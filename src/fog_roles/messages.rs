@@ -11,8 +11,11 @@ pub type SegmentId = (u32, u32);
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum CloudRequest {
     /// The calling FDN's pre-processed segments. Which FDN registers is the caller's
-    /// certificate name, never a field here, so no FDN can register as another.
-    Register { cached: Vec<SegmentId> },
+    /// certificate name, never a field here, so no FDN can register as another; `index` is
+    /// the one its config gives it, which the cloud refuses unless it is the caller's place
+    /// in the cloud's `fdns` (an FDN with another's index would take its placement and
+    /// mistake it for itself).
+    Register { index: u32, cached: Vec<SegmentId> },
     /// Every FDN the monitor holds up, with its cached segments.
     Metadata,
 }

@@ -13,6 +13,7 @@
 //! - `links`: facts about this node's links (their rates), in a lab or a container.
 //! - `rows`: a CSV a client appends to as it goes (`segments.csv`, `deadlines.csv`).
 //! - `summary`: what a client writes when it ends (`summary.json`).
+//! - `tokens`: tokens a role hands out and later checks it gave (sessions, tickets).
 //! - `logs`: `tracing` to the node's log.
 //!
 //! A family (`cdn_roles`, `fog_roles`, `icn_roles`, `farm_roles`, `p2p_roles`, the clients) uses this runtime and the
@@ -29,6 +30,7 @@ pub use netem::logs;
 mod main;
 pub mod rows;
 pub mod summary;
+pub mod tokens;
 
 pub use main::{main, Kind, Role, Shutdown, Start};
 

@@ -17,6 +17,7 @@ mod plots;
 mod record;
 
 use super::config::DispatcherConfig;
+use super::messages::ticket_context;
 use super::messages::{
     DataCenterRequest, DataCenterUsage, DispatcherRequest, DispatcherResponse, ServerRequest,
     ServerResponse, Source, TICKET,
@@ -32,6 +33,7 @@ use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Body, ServeOptions};
 use crate::roles::peers::{call_all, Peer};
+use crate::roles::tokens::TokenKey;
 use hyper::{Request, Response, StatusCode};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -53,8 +55,8 @@ impl Observer for NoStatistics {
     fn replicas_change(&mut self, _: u32, _: u32) {}
 }
 
-/// A transfer the dispatcher sent a server: the ticket its redirect carries (which the
-/// server's `Done` must give back) and when.
+/// A transfer the dispatcher sent a server: the number of the ticket its redirect carries
+/// (which the server's `Done` must give back) and when.
 #[derive(Clone, Copy)]
 struct Assignment {
     ticket: u64,
@@ -80,9 +82,9 @@ struct Dispatcher {
     index: HashMap<String, u32>,
     /// One line per server, for replacements.
     lines: Vec<ServerLine>,
-    /// Makes the n-th ticket one nobody can guess (SipHash under keys the OS drew for this
-    /// process), so that a report naming a ticket the dispatcher did not give is told apart.
-    tickets: std::hash::RandomState,
+    /// Makes the tickets of the redirects (the servers check them with its bytes, sent in
+    /// `Fill`).
+    tickets: TokenKey,
 }
 
 /// Replacements one server may have waiting at once: each call may take seconds when the
@@ -125,7 +127,7 @@ impl Dispatcher {
             let mut ticket = None;
             if let Decision::Serve { server } = step.decision {
                 let assignment = Assignment {
-                    ticket: std::hash::BuildHasher::hash_one(&self.tickets, state.next_ticket),
+                    ticket: state.next_ticket,
                     since: Instant::now(),
                 };
                 state.next_ticket += 1;
@@ -137,10 +139,11 @@ impl Dispatcher {
         };
         let port = self.config.server_port;
         let location = match (step.decision, ticket) {
-            (Decision::Serve { server }, Some(ticket)) => format!(
-                "http://{}:{port}/c/{content}?{TICKET}={ticket}",
-                self.config.servers[server as usize]
-            ),
+            (Decision::Serve { server }, Some(ticket)) => {
+                let name = &self.config.servers[server as usize];
+                let ticket = self.tickets.token(&ticket_context(name, content), ticket);
+                format!("http://{name}:{port}/c/{content}?{TICKET}={ticket}")
+            }
             _ => format!("http://{}:{port}/c/{content}", self.config.datacenter),
         };
         if let Some(copy) = step.copy {
@@ -247,6 +250,7 @@ async fn fill(
     config: &DispatcherConfig,
     identity: &Arc<Identity>,
     slots: &[u32],
+    tickets: &TokenKey,
 ) -> Result<(), String> {
     let d = config.system.d();
     let mut left: Vec<usize> = (0..config.servers.len()).collect();
@@ -263,6 +267,7 @@ async fn fill(
                     .iter()
                     .map(|&c| (c != EMPTY).then_some(c))
                     .collect(),
+                ticket_key: tickets.bytes(),
             })
             .collect();
         let answers: Vec<Option<ServerResponse>> = call_all(
@@ -329,9 +334,10 @@ pub async fn run(
     let mut rng = StdRng::seed_from_u64(config.seed);
     let replication = initial(&config.system, config.replication).map_err(|e| e.to_string())?;
     let slots = place(&config.system, &replication, &mut rng).map_err(|e| e.to_string())?;
+    let tickets = TokenKey::generate()?;
     tokio::pin!(shutdown);
     tokio::select! {
-        filled = fill(&config, &identity, &slots) => filled?,
+        filled = fill(&config, &identity, &slots, &tickets) => filled?,
         () = &mut shutdown => return Ok(()),
     }
     let (n, d) = (config.system.n(), config.system.d());
@@ -341,7 +347,7 @@ pub async fn run(
         index: (config.servers.iter().enumerate())
             .map(|(i, name)| (name.clone(), i as u32))
             .collect(),
-        tickets: std::hash::RandomState::new(),
+        tickets,
         lines: (config.servers.iter())
             .map(|name| ServerLine {
                 peer: tokio::sync::Mutex::new(Peer::new(name)),

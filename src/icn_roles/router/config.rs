@@ -6,8 +6,8 @@
 //! cs_capacity = 4000000         # Content Store bytes (or "4000000"); 0 disables caching
 //! pit_lifetime = "4s"           # default 4s: how long a pending Interest waits for Data
 //! upstream_timeout = "4s"       # default 4s: one forward, all next hops tried included
-//! pit_entries = 10000           # default 10000: names pending at once (one fetch each); 503 past it
-//! pit_waiters = 1000            # default 1000: requests waiting on one name; 503 past it
+//! pit_entries = 10000           # default 10000 (1 to 1000000): names pending at once (one fetch each); 503 past it
+//! pit_waiters = 1000            # default 1000 (1 to 100000): requests waiting on one name; 503 past it
 //! fib = [                       # at least one route
 //!   { prefix = "/app1", nexthop = "http://border1:80", cost = 0 },   # cost defaults to 0
 //! ]
@@ -76,18 +76,10 @@ pub fn parse(table: &Table) -> Result<RouterConfig, String> {
         cs_capacity,
         pit_lifetime: positive_duration(&keys, "pit_lifetime")?,
         upstream_timeout: positive_duration(&keys, "upstream_timeout")?,
-        pit_entries: at_least_one(&keys, "pit_entries", 10_000)?,
-        pit_waiters: at_least_one(&keys, "pit_waiters", 1_000)?,
+        pit_entries: keys.count_within("pit_entries", 10_000, 1..=1_000_000)?,
+        pit_waiters: keys.count_within("pit_waiters", 1_000, 1..=100_000)?,
         routes: routes(&keys)?,
     })
-}
-
-fn at_least_one(keys: &Keys, key: &str, default: usize) -> Result<usize, String> {
-    match keys.count(key)? {
-        None => Ok(default),
-        Some(0) => keys.fail(key, "must be at least 1"),
-        Some(n) => Ok(n),
-    }
 }
 
 fn positive_duration(keys: &Keys, key: &str) -> Result<Duration, String> {
@@ -251,7 +243,11 @@ mod tests {
             ),
             (
                 format!("cs_capacity = 0\npit_entries = 0\n{route}"),
-                "config key `pit_entries`: must be at least 1",
+                "config key `pit_entries`: 0 is not 1 to 1000000",
+            ),
+            (
+                format!("cs_capacity = 0\npit_waiters = 1000000000\n{route}"),
+                "config key `pit_waiters`: 1000000000 is not 1 to 100000",
             ),
             (
                 format!("cs_capacity = 0\nfib_typo = 1\n{route}"),
