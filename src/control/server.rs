@@ -8,8 +8,9 @@
 //! is read. What allowed callers can make a server hold is bounded too: each node's
 //! connections ([`Limits::connections_per_node`]), the calls open on each
 //! ([`Limits::calls_per_connection`]), the time each request and response may take on the
-//! wire ([`Limits::transfer`]), and the bytes of requests held at once, over all callers
-//! ([`Limits::request_bytes`]).
+//! wire ([`Limits::transfer`]), the bytes of requests held at once, by each caller
+//! ([`Limits::request_bytes_per_node`]) and over all callers ([`Limits::request_bytes`]),
+//! and what QUIC buffers for a connection before it is read ([`CONNECTION_WINDOW`]).
 //!
 
 use super::callers::Callers;
@@ -19,12 +20,14 @@ use super::identity::{Identity, PeerName};
 use super::tls;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 /// The stream error code a server resets a call with when it cannot read the request (too
@@ -40,6 +43,12 @@ pub(crate) const BAD_RESPONSE: u32 = 2;
 /// why.
 pub(crate) const REFUSED: u32 = 3;
 
+/// What QUIC takes of one connection's streams before the server reads it (quinn's default
+/// has no bound per connection, only 1.25 MB per stream): with it, a node's connections
+/// (`Limits::connections_per_node`) can park at most 64 MiB in a server beside the byte
+/// budget, and one connection still carries a 16 MiB message at full speed on a lab's links.
+const CONNECTION_WINDOW: u32 = 8 << 20;
+
 /// What one server lets an allowed caller make it hold.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
@@ -51,23 +60,28 @@ pub(crate) struct Limits {
     /// Connections one node may hold; a newer one closes its oldest.
     pub connections_per_node: usize,
     /// Bytes of requests the server holds at once, from every caller together: a request
-    /// takes its announced length from this budget before its payload is read, and gives it
-    /// back once answered. A request that waits for room waits within
-    /// [`Limits::transfer`]; one announcing more than the whole budget is refused.
+    /// takes its announced length from this budget (after its caller's share,
+    /// [`Limits::request_bytes_per_node`]) before its payload is read, and gives it back
+    /// once answered. A request that waits for room waits within [`Limits::transfer`].
     pub request_bytes: usize,
+    /// Bytes of requests one caller may have the server hold at once; a request announcing
+    /// more is refused before its payload is read. A caller that announces much and sends
+    /// little holds up its own requests and this much of `request_bytes`, not all of it.
+    pub request_bytes_per_node: usize,
 }
 
 impl Limits {
     /// Far above what a lab's roles use (one kept connection per peer, a few calls at once,
     /// messages of bytes to a few MB), far below what would let callers exhaust a server:
-    /// four requests of the largest size (`MAX_FRAME`) fit the byte budget at once, where
-    /// `connections_per_node × calls_per_connection` streams alone would let each node make
-    /// it buffer 128 of them (2 GiB).
+    /// one request of the largest size (`MAX_FRAME`) per node and four in all fit at once,
+    /// where `connections_per_node × calls_per_connection` streams alone would let each node
+    /// make it read 128 of them (2 GiB).
     pub(crate) const DEFAULT: Limits = Limits {
         transfer: Duration::from_secs(30),
         calls_per_connection: 16,
         connections_per_node: 8,
         request_bytes: 4 * codec::MAX_FRAME,
+        request_bytes_per_node: codec::MAX_FRAME,
     };
 }
 
@@ -138,7 +152,8 @@ where
     let mut transport = quinn::TransportConfig::default();
     transport
         .max_concurrent_bidi_streams(limits.calls_per_connection.into())
-        .max_concurrent_uni_streams(0u8.into());
+        .max_concurrent_uni_streams(0u8.into())
+        .receive_window(CONNECTION_WINDOW.into());
     config.transport_config(Arc::new(transport));
     let endpoint = quinn::Endpoint::server(config, bind).map_err(|e| {
         io::Error::new(
@@ -156,7 +171,8 @@ where
         handler,
         limits,
         connections: Arc::default(),
-        request_bytes: Semaphore::new(limits.request_bytes),
+        request_bytes: Arc::new(Semaphore::new(limits.request_bytes)),
+        node_shares: Mutex::default(),
     });
     #[cfg(test)]
     let connections = service.connections.clone();
@@ -184,7 +200,20 @@ struct Service<F> {
     limits: Limits,
     connections: Arc<Connections>,
     /// What is left of [`Limits::request_bytes`], one permit a byte.
-    request_bytes: Semaphore,
+    request_bytes: Arc<Semaphore>,
+    /// What is left of each caller's [`Limits::request_bytes_per_node`], by node (only
+    /// callers the service allows get one).
+    node_shares: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl<F> Service<F> {
+    /// What is left of `peer`'s share of the byte budget.
+    fn node_share(&self, peer: &PeerName) -> Arc<Semaphore> {
+        let mut shares = self.node_shares.lock().unwrap_or_else(|e| e.into_inner());
+        (shares.entry(peer.as_str().to_string()))
+            .or_insert_with(|| Arc::new(Semaphore::new(self.limits.request_bytes_per_node)))
+            .clone()
+    }
 }
 
 /// Completes the handshake (where strangers are refused), checks the caller (closing the
@@ -234,7 +263,8 @@ async fn serve_call<Req, Resp, F, Fut>(
     Fut: Future<Output = Resp> + Send + 'static,
 {
     let transfer = service.limits.transfer;
-    let read = tokio::time::timeout(transfer, read_request::<Req, F>(&mut recv, &service)).await;
+    let read = tokio::time::timeout(transfer, read_request::<Req, F>(&mut recv, &service, &peer));
+    let read = read.await;
     let Ok(Ok((request, _held))) = read else {
         // Errors on an already closed stream change nothing: the caller is gone.
         let _ = recv.stop(BAD_REQUEST.into());
@@ -259,34 +289,37 @@ async fn serve_call<Req, Resp, F, Fut>(
     }
 }
 
-/// Reads one request, its announced length first taken from the server's byte budget (and
-/// held, in the permit returned, until the call is answered).
-async fn read_request<'a, Req: DeserializeOwned, F>(
+/// Reads one request from `peer`, its announced length first taken from the caller's own
+/// share and then from the server's byte budget (both held, in the permits returned, until
+/// the call is answered): a caller that announces much and sends little holds up only its
+/// own later requests and a share of the budget, never all of it.
+async fn read_request<Req: DeserializeOwned, F>(
     recv: &mut quinn::RecvStream,
-    service: &'a Service<F>,
-) -> io::Result<(Req, tokio::sync::SemaphorePermit<'a>)> {
+    service: &Service<F>,
+    peer: &PeerName,
+) -> io::Result<(Req, [OwnedSemaphorePermit; 2])> {
     let len = codec::read_header(recv).await?;
-    let too_large = || {
-        io::Error::new(
+    let limit = (service.limits.request_bytes_per_node).min(service.limits.request_bytes);
+    if len > limit {
+        return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!(
-                "a request of {len} bytes is more than the {} bytes this server holds at once",
-                service.limits.request_bytes
-            ),
-        )
-    };
-    // `MAX_FRAME` (the most `read_header` lets through) is below 2^32.
-    let permits = u32::try_from(len).map_err(|_| too_large())?;
-    if len > service.limits.request_bytes {
-        return Err(too_large());
+            format!("a request of {len} bytes is more than the {limit} bytes one node may have this server hold"),
+        ));
     }
-    let held = service
-        .request_bytes
-        .acquire_many(permits)
+    // At most `MAX_FRAME` (`read_header` refuses more), below 2^32.
+    let permits = len as u32;
+    let closing = |_| io::Error::other("server closing");
+    let own = service
+        .node_share(peer)
+        .acquire_many_owned(permits)
         .await
-        .map_err(|_| io::Error::other("server closing"))?;
+        .map_err(closing)?;
+    let all = (service.request_bytes.clone())
+        .acquire_many_owned(permits)
+        .await
+        .map_err(closing)?;
     let request = codec::read_payload(recv, len).await?;
-    Ok((request, held))
+    Ok((request, [own, all]))
 }
 
 /// The node name in the peer's verified certificate.

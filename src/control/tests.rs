@@ -349,14 +349,19 @@ async fn a_response_the_caller_does_not_take_is_reset() {
     .await;
 }
 
-/// Requests from every caller share one byte budget: a request that announces more than is
-/// left waits (its payload unread) until an earlier one is answered, and one that announces
-/// more than the whole budget is refused at once.
+/// Requests share one byte budget, and each caller has a share of it: a request that
+/// announces more than is left waits (its payload unread) until an earlier one is answered,
+/// so a caller that announces much and sends little holds up its own later requests and its
+/// share, not another caller's request that fits beside it; one announcing more than a share
+/// is refused at once.
 #[tokio::test]
-async fn requests_wait_for_room_in_the_servers_byte_budget() {
+async fn requests_wait_for_room_in_their_callers_share_and_the_servers_budget() {
     bounded(async {
         let dir = lab("budget");
-        let limits = tight(|l| l.request_bytes = 1000);
+        let limits = tight(|l| {
+            l.request_bytes = 1000;
+            l.request_bytes_per_node = 800;
+        });
         let server = serve_with(
             loopback(),
             &Identity::load(&dir.0, "urr").unwrap(),
@@ -371,37 +376,51 @@ async fn requests_wait_for_room_in_the_servers_byte_budget() {
             let server = &server;
             async move { raw_connection(server, &id).await }
         };
-        let answer = |mut recv: quinn::RecvStream| async move {
-            super::codec::read_frame::<u32, _>(&mut recv).await
+        // A request of a Vec<u8> of `items` bytes (bincode writes its length first: 100 bytes
+        // of payload for 99 items, 300 for 297), sent whole; the stream its answer comes on.
+        let send = |connection: quinn::Connection, items: usize| async move {
+            let (mut send, recv) = connection.open_bi().await.unwrap();
+            send.write_all(&super::codec::encode(&vec![2u8; items]).unwrap())
+                .await
+                .unwrap();
+            send.finish().unwrap();
+            recv
         };
-        // drr's request takes 800 bytes of the budget and stops 10 bytes into its payload.
-        let (_e1, first) = raw("drr").await;
+        // The answer on `recv`, awaited in a task.
+        let answer = |mut recv: quinn::RecvStream| {
+            tokio::spawn(async move { super::codec::read_frame::<u32, _>(&mut recv).await })
+        };
+        // drr's request takes 800 bytes, its whole share, and stops 10 bytes into its payload.
+        let (_e1, drr) = raw("drr").await;
         let big = super::codec::encode(&vec![1u8; 797]).unwrap();
         assert_eq!(big.len(), 4 + 800);
-        let (mut big_send, big_recv) = first.open_bi().await.unwrap();
+        let (mut big_send, mut big_recv) = drr.open_bi().await.unwrap();
         big_send.write_all(&big[..14]).await.unwrap();
-        // dcs1's request of 300 bytes does not fit beside it: it is not answered...
-        let (_e2, second) = raw("dcs1").await;
-        let (mut small_send, small_recv) = second.open_bi().await.unwrap();
-        small_send
-            .write_all(&super::codec::encode(&vec![2u8; 297]).unwrap())
-            .await
-            .unwrap();
-        small_send.finish().unwrap();
-        let small = tokio::spawn(answer(small_recv));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // drr's next request waits for its own share...
+        let drr_small = answer(send(drr.clone(), 99).await);
+        // ...while dcs1's, which fits beside it (100 of the 200 bytes left), is answered...
+        let (_e2, dcs1) = raw("dcs1").await;
+        let dcs1_small = answer(send(dcs1.clone(), 99).await);
+        assert_eq!(dcs1_small.await.unwrap().unwrap(), 99);
+        // ...and one of 300 bytes, which does not fit, waits too.
+        let dcs1_large = answer(send(dcs1.clone(), 297).await);
         tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!drr_small.is_finished(), "answered past its caller's share");
         assert!(
-            !small.is_finished(),
-            "answered beside a request holding 800 of 1000 bytes"
+            !dcs1_large.is_finished(),
+            "answered past the server's budget"
         );
-        // ...until drr's request is whole and answered.
+        // Once drr's request is whole and answered, both go through.
         big_send.write_all(&big[14..]).await.unwrap();
         big_send.finish().unwrap();
-        assert_eq!(answer(big_recv).await.unwrap(), 797);
-        assert_eq!(small.await.unwrap().unwrap(), 297);
-        // A request larger than the whole budget could never fit: reset, not left waiting.
-        let (mut send, mut recv) = first.open_bi().await.unwrap();
-        send.write_all(&1001u32.to_be_bytes()).await.unwrap();
+        let answer = super::codec::read_frame::<u32, _>(&mut big_recv).await;
+        assert_eq!(answer.unwrap(), 797);
+        assert_eq!(drr_small.await.unwrap().unwrap(), 99);
+        assert_eq!(dcs1_large.await.unwrap().unwrap(), 297);
+        // A request larger than a caller's share could never fit: reset, not left waiting.
+        let (mut send, mut recv) = drr.open_bi().await.unwrap();
+        send.write_all(&801u32.to_be_bytes()).await.unwrap();
         match recv.read_to_end(64).await {
             Err(quinn::ReadToEndError::Read(quinn::ReadError::Reset(code))) => {
                 assert_eq!(code, BAD_REQUEST.into())
