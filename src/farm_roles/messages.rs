@@ -22,7 +22,7 @@ pub enum ServerRequest {
     /// dispatcher's redirects ([`ticket_context`]).
     Fill {
         slots: Vec<Option<u32>>,
-        ticket_key: [u8; crate::roles::tokens::KEY_BYTES],
+        ticket_key: crate::roles::tokens::KeyBytes,
     },
     /// Replace slot `slot`'s replica of `evict` by one of `content` fetched from `from`;
     /// answered at once, the fetch going on after.

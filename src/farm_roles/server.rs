@@ -59,8 +59,8 @@ struct Server {
     /// Bumped at every change of `slots`.
     changed: watch::Sender<()>,
     busy: AtomicBool,
-    /// The dispatcher's key for the tickets of its redirects, from its `Fill`.
-    tickets: Mutex<Option<TokenKey>>,
+    /// The tickets this server takes.
+    tickets: Mutex<Tickets>,
     rng: Mutex<StdRng>,
     http: reqwest::Client,
     dispatcher: tokio::sync::Mutex<Peer>,
@@ -88,23 +88,38 @@ impl NoTicket {
     }
 }
 
-/// The number of the ticket in a request's `query` for `content` at server `node`, checked
-/// with the dispatcher's key: a user's request comes through the dispatcher, whose redirect
-/// carries the ticket of the transfer it assigned (the one it waits to hear the end of).
-fn ticket(
-    key: Option<&TokenKey>,
-    node: &str,
-    content: u32,
-    query: Option<&str>,
-) -> Result<u64, NoTicket> {
-    let token = ticket_of(query).ok_or(NoTicket::Forbidden(
-        "no ticket: a user's request comes through the dispatcher",
-    ))?;
-    let key = key.ok_or(NoTicket::Unfilled)?;
-    key.id_of(&ticket_context(node, content), token)
-        .ok_or(NoTicket::Forbidden(
-            "not a ticket the dispatcher gave for this server and content",
-        ))
+/// What a server needs to take the tickets of the dispatcher's redirects: the dispatcher's
+/// key (from its `Fill`) and the lowest ticket number not yet taken. The dispatcher numbers
+/// its transfers in order, so a ticket is good for one request, and one older than a ticket
+/// already taken (its lease ran out) for none.
+#[derive(Default)]
+struct Tickets {
+    key: Option<TokenKey>,
+    next: u64,
+}
+
+impl Tickets {
+    /// The number of the ticket in a request's `query` for `content` at server `node`, now
+    /// taken: a user's request comes through the dispatcher, whose redirect carries the
+    /// ticket of the transfer it assigned (the one it waits to hear the end of).
+    fn take(&mut self, node: &str, content: u32, query: Option<&str>) -> Result<u64, NoTicket> {
+        let token = ticket_of(query).ok_or(NoTicket::Forbidden(
+            "no ticket: a user's request comes through the dispatcher",
+        ))?;
+        let key = self.key.as_ref().ok_or(NoTicket::Unfilled)?;
+        let ticket =
+            key.id_of(&ticket_context(node, content), token)
+                .ok_or(NoTicket::Forbidden(
+                    "not a ticket the dispatcher gave for this server and content",
+                ))?;
+        if ticket < self.next {
+            return Err(NoTicket::Forbidden(
+                "a ticket already taken, or older than one taken: each is good for one request",
+            ));
+        }
+        self.next = ticket.saturating_add(1);
+        Ok(ticket)
+    }
 }
 
 /// Reports of refused transfers on their way at once.
@@ -177,8 +192,8 @@ impl Server {
             return error(StatusCode::NOT_FOUND, "no such content");
         };
         let ticket = {
-            let tickets = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
-            match ticket(tickets.as_ref(), &self.node, content, request.uri().query()) {
+            let mut tickets = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
+            match tickets.take(&self.node, content, request.uri().query()) {
                 Ok(ticket) => ticket,
                 Err(refusal) => return refusal.response(),
             }
@@ -288,8 +303,10 @@ impl Server {
                         self.config.slots
                     ));
                 }
-                *self.tickets.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(TokenKey::from_bytes(ticket_key));
+                *self.tickets.lock().unwrap_or_else(|e| e.into_inner()) = Tickets {
+                    key: Some(TokenKey::from_bytes(ticket_key)),
+                    next: 0,
+                };
                 let mut waiting = Vec::new();
                 for (i, content) in slots.iter().enumerate() {
                     match content {
@@ -381,7 +398,7 @@ pub async fn run(
         slots: Mutex::new(vec![None; config.slots]),
         changed: watch::channel(()).0,
         busy: AtomicBool::new(false),
-        tickets: Mutex::new(None),
+        tickets: Mutex::default(),
         rng: Mutex::new(StdRng::seed_from_u64(seed)),
         http,
         dispatcher: tokio::sync::Mutex::new(Peer::new(&config.dispatcher)),
@@ -419,29 +436,48 @@ pub async fn run(
 mod tests {
     use super::*;
 
-    /// Only a ticket the dispatcher's key made for this server and content takes a transfer:
-    /// none, a made-up one, one for another server or content, or any before the key came, is
-    /// refused.
+    /// Only a ticket the dispatcher's key made for this server and content takes a transfer,
+    /// once: none, a made-up one, one for another server or content, one already taken or
+    /// older than one taken, or any before the key came, is refused.
     #[test]
-    fn a_transfer_takes_a_ticket_the_dispatcher_made_for_it() {
+    fn a_transfer_takes_a_ticket_the_dispatcher_made_for_it_once() {
         let key = TokenKey::generate().unwrap();
-        let given = key.token(&ticket_context("s1", 7), 5);
-        let query = format!("ticket={given}");
-        let check = |key: Option<&TokenKey>, node: &str, content: u32, query: Option<&str>| {
-            ticket(key, node, content, query).map_err(|refusal| refusal.response().status())
+        let query = |server: &str, content: u32, n: u64| {
+            format!("ticket={}", key.token(&ticket_context(server, content), n))
         };
-        assert_eq!(check(Some(&key), "s1", 7, Some(&query)), Ok(5));
-        let forbidden = Err(StatusCode::FORBIDDEN);
-        assert_eq!(check(Some(&key), "s2", 7, Some(&query)), forbidden);
-        assert_eq!(check(Some(&key), "s1", 8, Some(&query)), forbidden);
-        assert_eq!(check(Some(&key), "s1", 7, None), forbidden);
-        let made_up = format!("ticket=5-{}", "0".repeat(64));
-        assert_eq!(check(Some(&key), "s1", 7, Some(&made_up)), forbidden);
-        let other = TokenKey::generate().unwrap();
-        assert_eq!(check(Some(&other), "s1", 7, Some(&query)), forbidden);
+        let mut tickets = Tickets::default();
+        let mut take = |query: Option<&str>, content: u32| {
+            (tickets.take("s1", content, query)).map_err(|refusal| refusal.response().status())
+        };
         assert_eq!(
-            check(None, "s1", 7, Some(&query)),
-            Err(StatusCode::SERVICE_UNAVAILABLE)
+            take(Some(&query("s1", 7, 5)), 7),
+            Err(StatusCode::SERVICE_UNAVAILABLE),
+            "before the key came"
         );
+        let mut tickets = Tickets {
+            key: Some(TokenKey::from_bytes(key.bytes())),
+            next: 0,
+        };
+        let mut take = |query: &str, content: u32| {
+            (tickets.take("s1", content, Some(query)))
+                .map_err(|refusal| refusal.response().status())
+        };
+        let forbidden = Err(StatusCode::FORBIDDEN);
+        assert_eq!(take(&query("s2", 7, 5), 7), forbidden, "another server's");
+        assert_eq!(take(&query("s1", 8, 5), 7), forbidden, "another content's");
+        assert_eq!(take("x=1", 7), forbidden, "none");
+        let made_up = format!("ticket=5-{}", "0".repeat(64));
+        assert_eq!(take(&made_up, 7), forbidden, "made up");
+        let other = TokenKey::generate().unwrap();
+        let others = format!("ticket={}", other.token(&ticket_context("s1", 7), 5));
+        assert_eq!(take(&others, 7), forbidden, "another key's");
+        assert_eq!(take(&query("s1", 7, 5), 7), Ok(5));
+        assert_eq!(take(&query("s1", 7, 5), 7), forbidden, "taken twice");
+        assert_eq!(
+            take(&query("s1", 7, 3), 7),
+            forbidden,
+            "older than one taken"
+        );
+        assert_eq!(take(&query("s1", 9, 8), 9), Ok(8));
     }
 }

@@ -6,9 +6,21 @@
 
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
+use serde::{Deserialize, Serialize};
 
 /// The bytes of a key.
 pub const KEY_BYTES: usize = 32;
+
+/// A key's bytes, as one node hands them to another over the control plane. Its `Debug`
+/// prints none of them, so a logged message never holds a key.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyBytes(pub [u8; KEY_BYTES]);
+
+impl std::fmt::Debug for KeyBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyBytes(..)")
+    }
+}
 
 /// The hexadecimal digits of a tag (all of HMAC-SHA256's 32 bytes).
 const TAG_DIGITS: usize = 64;
@@ -16,7 +28,7 @@ const TAG_DIGITS: usize = 64;
 /// A key that makes and checks tokens.
 pub struct TokenKey {
     key: hmac::Key,
-    bytes: [u8; KEY_BYTES],
+    bytes: KeyBytes,
 }
 
 impl TokenKey {
@@ -26,19 +38,19 @@ impl TokenKey {
         SystemRandom::new()
             .fill(&mut bytes)
             .map_err(|_| "the OS's random source failed".to_string())?;
-        Ok(TokenKey::from_bytes(bytes))
+        Ok(TokenKey::from_bytes(KeyBytes(bytes)))
     }
 
     /// The key whose bytes another node sent (the farm's servers get the dispatcher's).
-    pub fn from_bytes(bytes: [u8; KEY_BYTES]) -> TokenKey {
+    pub fn from_bytes(bytes: KeyBytes) -> TokenKey {
         TokenKey {
-            key: hmac::Key::new(hmac::HMAC_SHA256, &bytes),
+            key: hmac::Key::new(hmac::HMAC_SHA256, &bytes.0),
             bytes,
         }
     }
 
     /// The key's bytes, to hand to a node that must check this key's tokens.
-    pub fn bytes(&self) -> [u8; KEY_BYTES] {
+    pub fn bytes(&self) -> KeyBytes {
         self.bytes
     }
 
@@ -55,8 +67,10 @@ impl TokenKey {
     /// The id a token of `context` names, if this key made it.
     pub fn id_of(&self, context: &str, token: &str) -> Option<u64> {
         let (id, tag) = token.split_once('-')?;
-        // Digits only: `parse` alone would take a `+`, and two spellings of one id.
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) || tag.len() != TAG_DIGITS {
+        // The id as `token` writes it, its one spelling: `parse` alone would take a `+` or
+        // leading zeros.
+        let canonical = id == "0" || (!id.starts_with('0') && !id.is_empty());
+        if !canonical || !id.bytes().all(|b| b.is_ascii_digit()) || tag.len() != TAG_DIGITS {
             return None;
         }
         let id: u64 = id.parse().ok()?;
@@ -107,6 +121,8 @@ mod tests {
         let (_, tag) = token.split_once('-').unwrap();
         assert_eq!(key.id_of("s1/7", &format!("43-{tag}")), None);
         assert_eq!(key.id_of("s1/7", &format!("+42-{tag}")), None);
+        assert_eq!(key.id_of("s1/7", &format!("042-{tag}")), None);
+        assert_eq!(format!("{:?}", key.bytes()), "KeyBytes(..)");
         let mut flipped = token.clone().into_bytes();
         let last = flipped.len() - 1;
         flipped[last] = if flipped[last] == b'0' { b'1' } else { b'0' };
