@@ -410,11 +410,15 @@ config = { mode = "client", target = "server", port = 9999, rtt_count = 10, good
 role = "probe"
 config = { mode = "server" }
 ready = { tcp = 9000 }
+[nodes.gone]
+command = ["sh", "-c", "sleep 0.5; echo gave up >&2; exit 4"]
 [[links]]
 endpoints = ["client", "server"]
 delay = "10ms"
 [[links]]
 endpoints = ["lost", "server"]
+[[links]]
+endpoints = ["gone", "server"]
 [[timeline]]
 at = "1s"
 link = ["client", "server"]
@@ -430,19 +434,25 @@ delay = "40ms"
         out_dir.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    // One client fails (nothing listens on its port), so the run says so in its status.
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // One client fails (nothing listens on its port) and a server ends by itself while the
+    // clients run, so the run says so in its status, naming both.
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stdout.contains("rtt_ms_p50"), "no table: {stdout}");
+    assert!(stderr.contains("1 client(s) failed"), "{stderr}");
+    assert!(
+        stderr.contains("node gone exited with status 4 during the run"),
+        "{stderr}"
+    );
 
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
             .unwrap();
     assert_eq!(summary["lab"], "t-run");
+    assert_eq!(
+        summary["servers_ended"],
+        serde_json::json!([{"node": "gone", "how": "exited with status 4"}])
+    );
     let clients = summary["clients"].as_array().unwrap();
     let client = clients.iter().find(|c| c["node"] == "client").unwrap();
     let lost = clients.iter().find(|c| c["node"] == "lost").unwrap();
@@ -466,6 +476,12 @@ delay = "40ms"
     assert_eq!(change["direction"], "client-server/server", "{change}");
     assert_eq!(change["impairments"], "delay 40ms", "{change}");
     let changed_after_s = time_of("link_set") - time_of("clients_start");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "server_ended" && e["node"] == "gone"),
+        "{events:?}"
+    );
 
     // Ping k left no earlier than k × 10 ms after clients_start (which is recorded before the
     // client starts): from ping `first_after` on, every ping was sent after the change.

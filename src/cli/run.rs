@@ -59,8 +59,22 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         crate::say!("results: {}", out.display());
     }
     let failed = summary.clients.iter().filter(|c| c.failed).count();
+    let mut failures = Vec::new();
     if failed > 0 {
-        return Err(failure(format!("{failed} client(s) failed")));
+        failures.push(format!("{failed} client(s) failed"));
+    }
+    for ended in &summary.servers_ended {
+        failures.push(format!(
+            "node {} {} during the run (see {})",
+            ended.node,
+            ended.how,
+            out.join("logs")
+                .join(format!("{}.log", ended.node))
+                .display()
+        ));
+    }
+    if !failures.is_empty() {
+        return Err(failure(failures.join("; ")));
     }
     Ok(())
 }

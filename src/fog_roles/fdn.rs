@@ -53,7 +53,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 
 /// Where a segment of a session stands.
@@ -596,7 +596,11 @@ async fn worker(
 
 /// Registers the cache with the cloud, then reads the metadata every period; keeps the last
 /// metadata when the cloud does not answer, and probes each neighbour when it first appears.
-async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>) {
+///
+/// A registration the cloud refuses (this FDN's `index` is not its place in the cloud's
+/// `fdns`) ends the loop with the refusal on `refused`: the FDN would take another's cache
+/// placement, and mistake that one for itself, so the role ends rather than run wrong.
+async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>, refused: oneshot::Sender<String>) {
     let cloud_addr = format!("{}:{}", fdn.config.cloud, fdn.config.control_port);
     let mut client: Option<Client> = None;
     let mut registered = false;
@@ -619,7 +623,10 @@ async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>) {
             match c.call::<_, CloudResponse>(&request).await {
                 Ok(CloudResponse::Registered) => registered = true,
                 Ok(CloudResponse::Refused(why)) => {
-                    tracing::error!("fdn: the cloud refused the registration: {why}")
+                    let why = format!("the cloud refused this FDN's registration: {why}");
+                    tracing::error!("fdn: {why}");
+                    let _ = refused.send(why);
+                    return;
                 }
                 Ok(other) => {
                     tracing::warn!("fdn: the cloud answered a registration with {other:?}")
@@ -725,7 +732,8 @@ pub async fn start(
     )
     .await
     .map_err(|e| e.to_string())?;
-    tokio::spawn(metadata_loop(fdn.clone(), identity));
+    let (refused, registration_refused) = oneshot::channel();
+    tokio::spawn(metadata_loop(fdn.clone(), identity, refused));
     tokio::spawn(expire_sessions(fdn.clone()));
     let served = fdn.clone();
     let handler = move |request: Request<hyper::body::Incoming>| {
@@ -741,7 +749,8 @@ pub async fn start(
         role: "fdn",
         access_log: false,
     };
-    let running = spawn_http(http, handler, options, Some(control)).await?;
+    let running =
+        (spawn_http(http, handler, options, Some(control)).await?).failing_on(registration_refused);
     tracing::info!(
         "fdn: index {} method {} caching {:.0}% workers {}; {} segments held; HTTP on {}",
         fdn.config.index,

@@ -94,6 +94,26 @@ pub fn record_of(child: &Child) -> Result<ProcessRecord> {
     Ok(ProcessRecord { pid, start_time })
 }
 
+/// The nodes other than clients whose process ended by itself (not stopped by the lab or its
+/// timeline, which forget a process they stop), each with how it ended: a server that ends
+/// during a run leaves its clients' results in doubt.
+pub fn servers_ended(state: &LabState) -> Vec<(String, String)> {
+    let clients: Vec<&str> = (state.topology.nodes.iter())
+        .filter(|n| n.client)
+        .map(|n| n.name.as_str())
+        .collect();
+    (state.processes.iter())
+        .filter(|(name, record)| {
+            !clients.contains(&name.as_str()) && !sys::process_alive(record.pid, record.start_time)
+        })
+        .map(|(name, record)| {
+            let how = sys::reap_exit(record.pid, Duration::from_secs(2))
+                .unwrap_or_else(|| "is gone".to_string());
+            (name.clone(), how)
+        })
+        .collect()
+}
+
 /// The last `lines` lines of a log, indented, for error messages.
 pub fn log_tail(log: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();

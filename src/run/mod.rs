@@ -76,7 +76,7 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
     if let Some(view) = view {
         view.finish();
     }
-    let clients = outcome?;
+    let (clients, servers_ended) = outcome?;
     links?;
     kept?;
     removed?;
@@ -88,6 +88,7 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
         seed: options.up.seed,
         duration_s,
         clients,
+        servers_ended,
     };
     write_json(&out.join("summary.json"), &summary)?;
     let clients: Vec<String> = summary.clients.iter().map(|c| c.node.clone()).collect();
@@ -146,11 +147,13 @@ impl ResultsDir {
 
 /// Starts the clients, plays the timeline until every client has exited, and collects each
 /// client's `summary.json`.
+/// Runs the clients and the timeline to the clients' end; their summaries, and the servers
+/// that ended by themselves meanwhile (each named in the events as `server_ended`).
 fn play(
     state: &mut LabState,
     timeout: Duration,
     links: &mut links_log::LinksLog,
-) -> lab::Result<Vec<ClientSummary>> {
+) -> lab::Result<(Vec<ClientSummary>, Vec<summary::ServerEnded>)> {
     let clients: Vec<usize> = (0..state.topology.nodes.len())
         .filter(|&n| state.topology.nodes[n].client)
         .collect();
@@ -210,13 +213,19 @@ fn play(
         std::thread::sleep(Duration::from_millis(5));
     }
     events::record(state, serde_json::json!({"event": "clients_done"}))?;
-    Ok(clients
-        .iter()
+    let mut servers_ended = Vec::new();
+    for (node, how) in lab::process::servers_ended(state) {
+        let event = serde_json::json!({"event": "server_ended", "node": node, "how": how});
+        events::record(state, event)?;
+        servers_ended.push(summary::ServerEnded { node, how });
+    }
+    let clients = (clients.iter())
         .map(|&n| {
             let status = statuses.iter().find(|(m, _)| *m == n).and_then(|(_, s)| *s);
             summary::client_result(state, n, status, timeout)
         })
-        .collect())
+        .collect();
+    Ok((clients, servers_ended))
 }
 
 fn apply(state: &mut LabState, action: &TimelineAction) -> lab::Result<()> {

@@ -18,6 +18,18 @@ pub struct RunSummary {
     pub seed: u64,
     pub duration_s: f64,
     pub clients: Vec<ClientSummary>,
+    /// The nodes other than clients that ended by themselves while the clients ran (a
+    /// server that failed, say), with how each ended; a run with any fails.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers_ended: Vec<ServerEnded>,
+}
+
+/// A node other than a client whose process ended by itself during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerEnded {
+    pub node: String,
+    /// `exited with status N`, `was killed by signal N (NAME)`, or `is gone`.
+    pub how: String,
 }
 
 /// The result of client `node`: its `summary.json` with `node` and `failed` filled in. A client

@@ -26,20 +26,47 @@ pub struct Running {
     pub control: Option<SocketAddr>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<io::Result<()>>,
+    /// Where a task of the role beside the server says the role cannot go on
+    /// ([`Running::failing_on`]).
+    failure: Option<oneshot::Receiver<String>>,
 }
 
 impl Running {
+    /// The role ends with the error a task of it sends on `failure` (a misconfiguration only
+    /// a peer can reveal, say): [`Running::run_until`] then stops the server and returns it.
+    /// A `failure` whose sender goes away without a word ends nothing.
+    pub fn failing_on(mut self, failure: oneshot::Receiver<String>) -> Running {
+        self.failure = Some(failure);
+        self
+    }
+
     /// Stops accepting, drains in-flight requests (bounded), closes the control service.
     pub async fn stop(self) -> Result<(), String> {
         let _ = self.stop.send(());
         join(self.task).await
     }
 
-    /// Runs until `shutdown` resolves (then stops gracefully) or the server fails.
+    /// Runs until `shutdown` resolves (then stops gracefully), the server fails, or a task
+    /// of the role sends a failure ([`Running::failing_on`]; the server is stopped, and the
+    /// failure returned).
     pub async fn run_until(mut self, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+        let failure = self.failure.take();
+        let failed = async move {
+            match failure {
+                Some(failure) => match failure.await {
+                    Ok(why) => why,
+                    Err(_) => std::future::pending().await,
+                },
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = shutdown => self.stop().await,
             finished = &mut self.task => join_result(finished),
+            why = failed => {
+                let stopped = self.stop().await;
+                Err(stopped.err().map_or(why.clone(), |e| format!("{why} (and stopping: {e})")))
+            }
         }
     }
 }
@@ -113,6 +140,7 @@ where
         control: control_addr,
         stop,
         task,
+        failure: None,
     })
 }
 
@@ -139,4 +167,55 @@ pub async fn serve_until_stopped(
         () = &mut shutdown => return Ok(()),
     };
     running.run_until(shutdown).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roles::http::semantics::error;
+
+    /// A task's failure ends the role with it, the server stopped; a failure sender that goes
+    /// away without a word ends nothing.
+    #[tokio::test]
+    async fn a_failure_sent_by_a_task_ends_the_role_with_it() {
+        let serve = || async {
+            let handler = |_: hyper::Request<hyper::body::Incoming>| async {
+                error(hyper::StatusCode::OK, "")
+            };
+            let options = ServeOptions {
+                role: "test",
+                access_log: false,
+            };
+            spawn_http("127.0.0.1:0".parse().unwrap(), handler, options, None)
+                .await
+                .unwrap()
+        };
+        let (fail, failure) = oneshot::channel();
+        let running = serve().await.failing_on(failure);
+        let addr = running.http;
+        fail.send("the cloud refused it".to_string()).unwrap();
+        let ended = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            running.run_until(std::future::pending()),
+        );
+        assert_eq!(
+            ended.await.unwrap(),
+            Err("the cloud refused it".to_string())
+        );
+        assert!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "still serving"
+        );
+        let (quiet, failure) = oneshot::channel::<String>();
+        drop(quiet);
+        let running = serve().await.failing_on(failure);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let run = tokio::spawn(running.run_until(async {
+            let _ = stopped.await;
+        }));
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!run.is_finished(), "ended by a failure nobody sent");
+        stop.send(()).unwrap();
+        assert_eq!(run.await.unwrap(), Ok(()));
+    }
 }
