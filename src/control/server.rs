@@ -47,6 +47,8 @@ pub(crate) const REFUSED: u32 = 3;
 /// has no bound per connection, only 1.25 MB per stream): with it, a node's connections
 /// (`Limits::connections_per_node`) can park at most 64 MiB in a server beside the byte
 /// budget, and one connection still carries a 16 MiB message at full speed on a lab's links.
+/// Each stream gets an equal part of it, so streams waiting for room in the budget can never
+/// fill the window that the request holding the room needs for the rest of its payload.
 const CONNECTION_WINDOW: u32 = 8 << 20;
 
 /// What one server lets an allowed caller make it hold.
@@ -93,6 +95,9 @@ pub struct ServerHandle {
     local_addr: SocketAddr,
     #[cfg(test)]
     pub(crate) connections: Arc<Connections>,
+    /// What is left of the byte budget, for tests that wait until a request holds its part.
+    #[cfg(test)]
+    pub(crate) request_bytes: Arc<Semaphore>,
 }
 
 impl ServerHandle {
@@ -153,7 +158,8 @@ where
     transport
         .max_concurrent_bidi_streams(limits.calls_per_connection.into())
         .max_concurrent_uni_streams(0u8.into())
-        .receive_window(CONNECTION_WINDOW.into());
+        .receive_window(CONNECTION_WINDOW.into())
+        .stream_receive_window((CONNECTION_WINDOW / limits.calls_per_connection.max(1)).into());
     config.transport_config(Arc::new(transport));
     let endpoint = quinn::Endpoint::server(config, bind).map_err(|e| {
         io::Error::new(
@@ -175,7 +181,7 @@ where
         node_shares: Mutex::default(),
     });
     #[cfg(test)]
-    let connections = service.connections.clone();
+    let (connections, request_bytes) = (service.connections.clone(), service.request_bytes.clone());
     let accepting = endpoint.clone();
     let accept = tokio::spawn(async move {
         while let Some(incoming) = accepting.accept().await {
@@ -188,6 +194,8 @@ where
         local_addr,
         #[cfg(test)]
         connections,
+        #[cfg(test)]
+        request_bytes,
     })
 }
 

@@ -396,7 +396,9 @@ async fn requests_wait_for_room_in_their_callers_share_and_the_servers_budget() 
         assert_eq!(big.len(), 4 + 800);
         let (mut big_send, mut big_recv) = drr.open_bi().await.unwrap();
         big_send.write_all(&big[..14]).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        while server.request_bytes.available_permits() != 200 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         // drr's next request waits for its own share...
         let drr_small = answer(send(drr.clone(), 99).await);
         // ...while dcs1's, which fits beside it (100 of the 200 bytes left), is answered...

@@ -77,6 +77,9 @@ enum NoTicket {
     Forbidden(&'static str),
     /// The dispatcher's `Fill`, which brings its key, has not come yet (503).
     Unfilled,
+    /// A ticket already taken, or older than one taken (503, as a busy server answers: a
+    /// client that came after its lease ran out finds the server given to another).
+    Stale,
 }
 
 impl NoTicket {
@@ -84,6 +87,9 @@ impl NoTicket {
         match self {
             NoTicket::Forbidden(why) => error(StatusCode::FORBIDDEN, why),
             NoTicket::Unfilled => http::unavailable("not filled by the dispatcher yet"),
+            NoTicket::Stale => http::unavailable(
+                "a ticket already taken, or older than one taken: each is good for one request",
+            ),
         }
     }
 }
@@ -113,9 +119,7 @@ impl Tickets {
                     "not a ticket the dispatcher gave for this server and content",
                 ))?;
         if ticket < self.next {
-            return Err(NoTicket::Forbidden(
-                "a ticket already taken, or older than one taken: each is good for one request",
-            ));
+            return Err(NoTicket::Stale);
         }
         self.next = ticket.saturating_add(1);
         Ok(ticket)
@@ -472,12 +476,9 @@ mod tests {
         let others = format!("ticket={}", other.token(&ticket_context("s1", 7), 5));
         assert_eq!(take(&others, 7), forbidden, "another key's");
         assert_eq!(take(&query("s1", 7, 5), 7), Ok(5));
-        assert_eq!(take(&query("s1", 7, 5), 7), forbidden, "taken twice");
-        assert_eq!(
-            take(&query("s1", 7, 3), 7),
-            forbidden,
-            "older than one taken"
-        );
+        let stale = Err(StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(take(&query("s1", 7, 5), 7), stale, "taken twice");
+        assert_eq!(take(&query("s1", 7, 3), 7), stale, "older than one taken");
         assert_eq!(take(&query("s1", 9, 8), 9), Ok(8));
     }
 }

@@ -95,8 +95,9 @@ pub fn record_of(child: &Child) -> Result<ProcessRecord> {
 }
 
 /// The nodes other than clients whose process ended by itself (not stopped by the lab or its
-/// timeline, which forget a process they stop), each with how it ended: a server that ends
-/// during a run leaves its clients' results in doubt.
+/// timeline, which forget a process they stop) other than with status 0, each with how it
+/// ended (`is gone` when that cannot be told): a server that fails during a run leaves its
+/// clients' results in doubt.
 pub fn servers_ended(state: &LabState) -> Vec<(String, String)> {
     let clients: Vec<&str> = (state.topology.nodes.iter())
         .filter(|n| n.client)
@@ -111,6 +112,7 @@ pub fn servers_ended(state: &LabState) -> Vec<(String, String)> {
                 .unwrap_or_else(|| "is gone".to_string());
             (name.clone(), how)
         })
+        .filter(|(_, how)| how != "exited with status 0")
         .collect()
 }
 

@@ -146,9 +146,8 @@ impl ResultsDir {
 }
 
 /// Starts the clients, plays the timeline until every client has exited, and collects each
-/// client's `summary.json`.
-/// Runs the clients and the timeline to the clients' end; their summaries, and the servers
-/// that ended by themselves meanwhile (each named in the events as `server_ended`).
+/// client's `summary.json`, and the servers that failed meanwhile (each named in the events
+/// as `server_ended`).
 fn play(
     state: &mut LabState,
     timeout: Duration,

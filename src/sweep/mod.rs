@@ -5,6 +5,7 @@ pub mod grid;
 pub mod plot;
 pub mod table;
 
+use crate::run::summary::RunSummary;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -112,13 +113,15 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     let plan_text = plan(options).to_string() + "\n";
     crate::atomic_write::write_atomically(&plan_path, plan_text.as_bytes())
         .map_err(|e| e.to_string())?;
-    // Resuming, a combination with a summary is done; the others (never started, interrupted,
-    // failed) run again.
+    // Resuming, a combination with a summary is done, unless a server failed during it; the
+    // others (never started, interrupted, without a summary) run again.
     let done = |i: usize| {
+        let summary = run_dir(&runs_dir, i, &runs[i]).join("summary.json");
         options.resume
-            && run_dir(&runs_dir, i, &runs[i])
-                .join("summary.json")
-                .is_file()
+            && read_run_file(&summary)
+                .ok()
+                .and_then(|text| serde_json::from_str::<RunSummary>(&text).ok())
+                .is_some_and(|summary| summary.servers_ended.is_empty())
     };
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate cdnlab: {e}"))?;
     // Lab names must be unique on the machine and short: `sw` + this sweep's pid (unique among
@@ -245,7 +248,7 @@ fn collect(
         let Ok(text) = read_run_file(&path) else {
             continue;
         };
-        let summary: crate::run::summary::RunSummary =
+        let summary: RunSummary =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         rows.extend(table::rows_of_run(&grid::label(run), run, &summary));
     }

@@ -8,8 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 /// One client of one run: the run's varied values and the client's summary fields.
 pub type Row = Map<String, Value>;
 
-/// The rows of one run: its clients' summaries, each with `run` and the varied values added.
+/// The rows of one run: its clients' summaries, each with `run` and the varied values added,
+/// and the servers that failed during the run (`servers_ended`, their names), if any did.
 pub fn rows_of_run(label: &str, vars: &[(String, String)], summary: &RunSummary) -> Vec<Row> {
+    let ended: Vec<&str> = (summary.servers_ended.iter())
+        .map(|s| s.node.as_str())
+        .collect();
     summary
         .clients
         .iter()
@@ -18,6 +22,9 @@ pub fn rows_of_run(label: &str, vars: &[(String, String)], summary: &RunSummary)
             row.insert("run".into(), label.into());
             for (key, value) in vars {
                 row.insert(key.clone(), value.clone().into());
+            }
+            if !ended.is_empty() {
+                row.insert("servers_ended".into(), ended.join(" ").into());
             }
             let common = ["node", "failed", "error"].map(|k| (k.to_string(), client.get(k)));
             let typed = common.into_iter().filter_map(|(k, v)| Some((k, v?)));
@@ -395,6 +402,25 @@ mod tests {
         let grouped = group(&rows, &["d".into()], "d", "y", "policy", None);
         let cell = grouped.facets[""]["up"][0];
         assert_eq!((cell.mean, cell.ci, cell.n), (2.0, 0.0, 1));
+    }
+
+    /// A run during which a server failed says so in each of its rows.
+    #[test]
+    fn a_runs_failed_servers_are_named_in_its_rows() {
+        let mut summary = crate::run::summary::clients(json!([{"node": "c", "y": 1.0}]));
+        let vars = [("d".to_string(), "0ms".to_string())];
+        assert_eq!(
+            rows_of_run("d=0ms", &vars, &summary)[0].get("servers_ended"),
+            None
+        );
+        summary.servers_ended = ["fdn3", "cloud"]
+            .map(|node| crate::run::summary::ServerEnded {
+                node: node.into(),
+                how: "exited with status 1".into(),
+            })
+            .to_vec();
+        let rows = rows_of_run("d=0ms", &vars, &summary);
+        assert_eq!(rows[0]["servers_ended"], "fdn3 cloud");
     }
 
     #[test]
