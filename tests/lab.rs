@@ -412,6 +412,10 @@ config = { mode = "server" }
 ready = { tcp = 9000 }
 [nodes.gone]
 command = ["sh", "-c", "sleep 0.5; echo gave up >&2; exit 4"]
+[nodes.crashed]
+command = ["sh", "-c", "sleep 0.3; exit 5"]
+[nodes.restarted]
+command = ["sh", "-c", "if [ -e \"$CDNLAB_OUT_DIR/ran\" ]; then sleep 30; else touch \"$CDNLAB_OUT_DIR/ran\"; exit 6; fi"]
 [[links]]
 endpoints = ["client", "server"]
 delay = "10ms"
@@ -419,11 +423,21 @@ delay = "10ms"
 endpoints = ["lost", "server"]
 [[links]]
 endpoints = ["gone", "server"]
+[[links]]
+endpoints = ["crashed", "server"]
+[[links]]
+endpoints = ["restarted", "server"]
 [[timeline]]
 at = "1s"
 link = ["client", "server"]
 from = "server"
 delay = "40ms"
+[[timeline]]
+at = "1.5s"
+stop = "crashed"
+[[timeline]]
+at = "1.2s"
+start = "restarted"
 "#,
     );
     let out_dir = lab.dir.join("out");
@@ -435,8 +449,9 @@ delay = "40ms"
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // One client fails (nothing listens on its port) and a server ends by itself while the
-    // clients run, so the run says so in its status, naming both.
+    // One client fails (nothing listens on its port) and three servers end by themselves while
+    // the clients run, one before the timeline stops it and one before the timeline starts it
+    // again (which then runs on), so the run says so in its status, naming them.
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stdout.contains("rtt_ms_p50"), "no table: {stdout}");
     assert!(stderr.contains("1 client(s) failed"), "{stderr}");
@@ -444,6 +459,10 @@ delay = "40ms"
         stderr.contains("node gone exited with status 4 during the run"),
         "{stderr}"
     );
+    for (node, status) in [("crashed", 5), ("restarted", 6)] {
+        let said = format!("node {node} exited with status {status} during the run");
+        assert!(stderr.contains(&said), "{stderr}");
+    }
 
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
@@ -451,7 +470,11 @@ delay = "40ms"
     assert_eq!(summary["lab"], "t-run");
     assert_eq!(
         summary["servers_ended"],
-        serde_json::json!([{"node": "gone", "how": "exited with status 4"}])
+        serde_json::json!([
+            {"node": "restarted", "how": "exited with status 6"},
+            {"node": "crashed", "how": "exited with status 5"},
+            {"node": "gone", "how": "exited with status 4"},
+        ])
     );
     let clients = summary["clients"].as_array().unwrap();
     let client = clients.iter().find(|c| c["node"] == "client").unwrap();
@@ -476,12 +499,20 @@ delay = "40ms"
     assert_eq!(change["direction"], "client-server/server", "{change}");
     assert_eq!(change["impairments"], "delay 40ms", "{change}");
     let changed_after_s = time_of("link_set") - time_of("clients_start");
-    assert!(
-        events
-            .iter()
-            .any(|e| e["event"] == "server_ended" && e["node"] == "gone"),
-        "{events:?}"
-    );
+    for node in ["gone", "crashed", "restarted"] {
+        assert!(
+            (events.iter()).any(|e| e["event"] == "server_ended" && e["node"] == node),
+            "{events:?}"
+        );
+    }
+    for (event, node, status) in [("node_stop", "crashed", 5), ("node_start", "restarted", 6)] {
+        let had_ended = format!("exited with status {status}");
+        assert!(
+            (events.iter())
+                .any(|e| e["event"] == event && e["node"] == node && e["had_ended"] == had_ended),
+            "{events:?}"
+        );
+    }
 
     // Ping k left no earlier than k × 10 ms after clients_start (which is recorded before the
     // client starts): from ping `first_after` on, every ping was sent after the change.

@@ -38,14 +38,17 @@ fn change_directions(
     Ok(())
 }
 
-/// Stops a node's process and records it.
-pub fn stop_node(state: &mut LabState, node: usize) -> Result<()> {
-    process::stop_node(state, node)?;
+/// Stops a node's process and records it; if the process had already ended by itself, says
+/// how (recorded as the event's `had_ended`).
+pub fn stop_node(state: &mut LabState, node: usize) -> Result<Option<String>> {
+    let had_ended = process::stop_node(state, node)?;
     let name = state.topology.nodes[node].name.clone();
-    events::record(
-        state,
-        serde_json::json!({"event": "node_stop", "node": name}),
-    )
+    let mut event = serde_json::json!({"event": "node_stop", "node": name});
+    if let Some(how) = &had_ended {
+        event["had_ended"] = how.clone().into();
+    }
+    events::record(state, event)?;
+    Ok(had_ended)
 }
 
 /// Sends SIGUSR1 to a node's process and records it; a node not running (stopped, or a
@@ -62,13 +65,17 @@ pub fn signal_node(state: &mut LabState, node: usize) -> Result<()> {
     )
 }
 
-/// Starts a node's process again and records it.
-pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<std::process::Child>> {
-    let child = process::start_node(state, node)?;
+/// Starts a node's process again and records it; refused while the node's last process runs.
+/// If that process had ended by itself, says how (recorded as the event's `had_ended`).
+pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<String>> {
+    let had_ended = process::forget_ended(state, node)?;
+    // The process is followed by its record, as `up`'s are.
+    drop(process::start_node(state, node)?);
     let name = state.topology.nodes[node].name.clone();
-    events::record(
-        state,
-        serde_json::json!({"event": "node_start", "node": name}),
-    )?;
-    Ok(child)
+    let mut event = serde_json::json!({"event": "node_start", "node": name});
+    if let Some(how) = &had_ended {
+        event["had_ended"] = how.clone().into();
+    }
+    events::record(state, event)?;
+    Ok(had_ended)
 }

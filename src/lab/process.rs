@@ -107,13 +107,14 @@ pub fn servers_ended(state: &LabState) -> Vec<(String, String)> {
         .filter(|(name, record)| {
             !clients.contains(&name.as_str()) && !sys::process_alive(record.pid, record.start_time)
         })
-        .map(|(name, record)| {
-            let how = sys::reap_exit(record.pid, Duration::from_secs(2))
-                .unwrap_or_else(|| "is gone".to_string());
-            (name.clone(), how)
-        })
-        .filter(|(_, how)| how != "exited with status 0")
+        .map(|(name, record)| (name.clone(), how_ended(record)))
+        .filter(|(_, how)| failed(how))
         .collect()
+}
+
+/// True unless `how` (from `how_ended`) is a clean exit: a one-shot command may end with 0.
+pub fn failed(how: &str) -> bool {
+    how != "exited with status 0"
 }
 
 /// The last `lines` lines of a log, indented, for error messages.
@@ -204,17 +205,57 @@ pub fn signal_node(state: &LabState, node: usize, signal: libc::c_int) -> bool {
     }
 }
 
-/// Stops node `node`'s process: SIGTERM to its session, SIGKILL after the grace period.
-pub fn stop_node(state: &mut LabState, node: usize) -> Result<()> {
+/// Stops node `node`'s process: SIGTERM to its session, SIGKILL after the grace period. If the
+/// process of a node other than a client had already ended by itself, says how (as
+/// `servers_ended` does), since the lab forgets a process it stops; an ended client's status
+/// is left to its `Child`.
+pub fn stop_node(state: &mut LabState, node: usize) -> Result<Option<String>> {
     let name = state.topology.nodes[node].name.clone();
-    if let Some(record) = state.processes.get(&name).cloned() {
+    let Some(record) = state.processes.get(&name).cloned() else {
+        return Ok(None);
+    };
+    let ended = if sys::process_alive(record.pid, record.start_time) {
         stop_processes(&[record]);
-        state.update(|state| {
-            state.processes.remove(&name);
-            Ok(())
-        })?;
+        None
+    } else {
+        (!state.topology.nodes[node].client).then(|| how_ended(&record))
+    };
+    state.update(|state| {
+        state.processes.remove(&name);
+        Ok(())
+    })?;
+    Ok(ended)
+}
+
+/// Before node `node` is started again: refused while its last process runs; if that process
+/// (not a client's) ended by itself, says how, as [`stop_node`] does, and forgets it.
+pub fn forget_ended(state: &mut LabState, node: usize) -> Result<Option<String>> {
+    let spec = &state.topology.nodes[node];
+    let (name, client) = (spec.name.clone(), spec.client);
+    let Some(record) = state.processes.get(&name).cloned() else {
+        return Ok(None);
+    };
+    if sys::process_alive(record.pid, record.start_time) {
+        return err(format!(
+            "node {name} is still running: a `start` must come after its `stop` (or its end)"
+        ));
     }
-    Ok(())
+    let ended = (!client).then(|| how_ended(&record));
+    state.update(|state| {
+        state.processes.remove(&name);
+        Ok(())
+    })?;
+    Ok(ended)
+}
+
+/// How a process that is no longer alive ended: `exited with status N`, `was killed by signal
+/// N (NAME)`, or `is gone` when that cannot be told (not this process's child, or reaped
+/// already: its pid may be another process's by now).
+fn how_ended(record: &ProcessRecord) -> String {
+    let ours = sys::process_start_time(record.pid) == Some(record.start_time);
+    ours.then(|| sys::reap_exit(record.pid, Duration::from_secs(2)))
+        .flatten()
+        .unwrap_or_else(|| "is gone".to_string())
 }
 
 /// SIGTERM to every process (and its session), then SIGKILL to what is left after the grace.
@@ -225,19 +266,40 @@ pub fn stop_processes(records: &[ProcessRecord]) {
     }
     let deadline = Instant::now() + STOP_GRACE;
     while Instant::now() < deadline && records.iter().any(|r| alive(&r)) {
-        reap();
+        reap(records);
         std::thread::sleep(Duration::from_millis(20));
     }
     for record in records.iter().filter(alive) {
         sys::signal_group(record.pid, libc::SIGKILL);
     }
-    reap();
+    // A killed multi-threaded process becomes reapable only once its last thread is gone.
+    let deadline = Instant::now() + REAP_AFTER_KILL;
+    while !reap(records) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
-/// Collects exited children of this process so they do not linger as zombies.
-fn reap() {
-    // SAFETY: waitpid with WNOHANG on any child only reaps exited children.
-    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+/// How long `stop_processes` waits for killed processes to become reapable.
+const REAP_AFTER_KILL: Duration = Duration::from_secs(1);
+
+/// Collects those of `records` that are exited children of this process, so they do not
+/// linger as zombies; true when none is left to collect. Only these: a node that ended by
+/// itself keeps its exit status for `servers_ended`, and a client's for its `Child`.
+fn reap(records: &[ProcessRecord]) -> bool {
+    let mut all = true;
+    for record in records {
+        // Still the recorded process (a zombie keeps its start time), not a recycled pid.
+        if sys::process_start_time(record.pid) != Some(record.start_time) {
+            continue;
+        }
+        // SAFETY: waitpid with WNOHANG on one pid only reaps it if it has exited.
+        let reaped = unsafe { libc::waitpid(record.pid, std::ptr::null_mut(), libc::WNOHANG) };
+        // 0: still running (or not yet reapable); -1 with ECHILD: not this process's child.
+        if reaped == 0 {
+            all = false;
+        }
+    }
+    all
 }
 
 /// Waits until node `node` is ready (its `ready` check passes), failing with its log's tail if
@@ -345,5 +407,32 @@ mod tests {
             .collect();
         assert!(open.contains(&"1".to_string()), "{open:?}");
         assert!(!open.contains(&inherited.to_string()), "{open:?}");
+    }
+
+    /// Stopping some processes leaves the exit status of another, which ended by itself, to
+    /// whoever asks for it later (`servers_ended`), and reaps the stopped ones.
+    #[test]
+    // The processes are reaped by what is tested (`stop_processes`, `reap_exit`), not `Child`.
+    #[allow(clippy::zombie_processes)]
+    fn stopping_processes_leaves_others_exit_status() {
+        let dir = crate::testing::TempDir::new("process-reap");
+        let start = |script: &str, log: &str| {
+            let argv: Vec<String> = ["sh", "-c", script].iter().map(|s| s.to_string()).collect();
+            let child = spawn_detached(&argv, &[], &dir.0.join(log)).unwrap();
+            record_of(&child).unwrap()
+        };
+        let ended = start("exit 3", "ended.log");
+        let stopped = start("sleep 30", "stopped.log");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while sys::process_alive(ended.pid, ended.start_time) {
+            assert!(Instant::now() < deadline, "`exit 3` did not end");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop_processes(std::slice::from_ref(&stopped));
+        assert_eq!(sys::process_start_time(stopped.pid), None, "not reaped");
+        assert_eq!(
+            sys::reap_exit(ended.pid, Duration::from_secs(2)).as_deref(),
+            Some("exited with status 3")
+        );
     }
 }

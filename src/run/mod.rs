@@ -165,6 +165,8 @@ fn play(
     let mut statuses: Vec<(usize, Option<std::process::ExitStatus>)> = Vec::new();
     let timeline = state.topology.timeline.clone();
     let mut next_event = 0;
+    // Servers a timeline `stop` found already ended by themselves: the lab forgets them.
+    let mut ended_before_stop = Vec::new();
     let mut progress = progress::Progress::new(
         clients
             .iter()
@@ -180,7 +182,9 @@ fn play(
             && Duration::from_nanos(timeline[next_event].at_ns) <= elapsed
         {
             let action = &timeline[next_event].action;
-            apply(state, action)?;
+            if let Some(had_ended) = apply(state, action)? {
+                ended_before_stop.push(had_ended);
+            }
             progress.event(elapsed, &describe_action(&state.topology, action));
             next_event += 1;
         }
@@ -213,7 +217,10 @@ fn play(
     }
     events::record(state, serde_json::json!({"event": "clients_done"}))?;
     let mut servers_ended = Vec::new();
-    for (node, how) in lab::process::servers_ended(state) {
+    for (node, how) in ended_before_stop
+        .into_iter()
+        .chain(lab::process::servers_ended(state))
+    {
         let event = serde_json::json!({"event": "server_ended", "node": node, "how": how});
         events::record(state, event)?;
         servers_ended.push(summary::ServerEnded { node, how });
@@ -227,17 +234,27 @@ fn play(
     Ok((clients, servers_ended))
 }
 
-fn apply(state: &mut LabState, action: &TimelineAction) -> lab::Result<()> {
-    match action {
+/// Applies a timeline action. A `stop` or `start` of a server that had already failed by
+/// itself returns that server and how it ended, for the run's `servers_ended`.
+fn apply(state: &mut LabState, action: &TimelineAction) -> lab::Result<Option<(String, String)>> {
+    let had_ended = match action {
         TimelineAction::SetLink {
             segment,
             from,
             change,
-        } => control::change_segment(state, *segment, from, change),
+        } => control::change_segment(state, *segment, from, change).map(|_| None),
         TimelineAction::StopNode { node } => control::stop_node(state, *node),
-        TimelineAction::StartNode { node } => control::start_node(state, *node).map(|_| ()),
-        TimelineAction::SignalNode { node } => control::signal_node(state, *node),
-    }
+        TimelineAction::StartNode { node } => control::start_node(state, *node),
+        TimelineAction::SignalNode { node } => control::signal_node(state, *node).map(|_| None),
+    }?;
+    let node = match action {
+        TimelineAction::StopNode { node } | TimelineAction::StartNode { node } => *node,
+        _ => return Ok(None),
+    };
+    let name = state.topology.nodes[node].name.clone();
+    Ok(had_ended
+        .filter(|how| lab::process::failed(how))
+        .map(|how| (name, how)))
 }
 
 /// Copies the lab's logs and event log into the run directory.
