@@ -34,6 +34,7 @@ pub mod has_client;
 pub mod icn_roles;
 pub mod lab;
 mod line_tail;
+mod newest;
 pub mod p2p;
 pub mod p2p_roles;
 pub mod parallel;

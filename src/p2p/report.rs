@@ -90,7 +90,11 @@ pub fn read(dir: &Path) -> Result<RunReport, String> {
         ));
     }
     let clients = summary["clients"].as_array().cloned().unwrap_or_default();
-    let sum = |key: &str| clients.iter().filter_map(|c| c[key].as_u64()).sum::<u64>();
+    let sum = |key: &str| {
+        (clients.iter())
+            .filter_map(|c| c[key].as_u64())
+            .fold(0, u64::saturating_add)
+    };
     let (played, stalls) = (sum("played"), sum("stalls"));
     let var = |key: &str| summary["vars"][key].as_str().unwrap_or("").to_string();
     Ok(RunReport {

@@ -59,6 +59,9 @@ fn chunks_and_size(keys: &Keys) -> Result<(usize, u64), String> {
     Ok((chunks, chunk_size))
 }
 
+/// The most ISPs a tracker dispatches among.
+pub const MAX_ISPS: usize = 32;
+
 fn policy(keys: &Keys) -> Result<Policy, String> {
     match keys.string("dispatch")? {
         None => Ok(Policy::Optimal),
@@ -101,6 +104,10 @@ pub fn tracker(table: &Table) -> Result<TrackerConfig, String> {
     let peers = keys.node_names("peers", 4096)?;
     let upload = keys.numbers("upload")?;
     let isps = upload.len();
+    if isps > MAX_ISPS {
+        // `dispatch.csv` keeps isps² shares a slot.
+        return keys.fail("upload", format!("{isps} ISPs: at most {MAX_ISPS}"));
+    }
     if let Some(m) = upload.iter().position(|&u| u <= 0.0) {
         return keys.fail(
             "upload",
@@ -220,9 +227,11 @@ pub fn peer(table: &Table) -> Result<PeerConfig, String> {
     if !(1..=100).contains(&lookahead) {
         return keys.fail("lookahead", "must be 1 to 100 slots");
     }
-    let duration = keys
-        .duration("duration")?
-        .unwrap_or(Duration::from_secs(60));
+    let duration = keys.duration_within(
+        "duration",
+        Duration::from_secs(60),
+        Duration::ZERO..=Duration::from_secs(24 * 3600),
+    )?;
     if duration < catalogue.slot * (lookahead as u32 + 1) {
         return keys.fail("duration", "must last more than the lookahead's slots");
     }
@@ -292,6 +301,22 @@ mod tests {
             refused.contains("`peers`") && refused.contains("`i1-1` is listed twice"),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn too_many_isps_and_too_long_a_play_are_refused() {
+        let upload = vec!["1.0"; MAX_ISPS + 1].join(", ");
+        let table: Table = format!("peers = [\"a\"]\nupload = [{upload}]")
+            .parse()
+            .expect("TOML");
+        let refused = tracker(&table).expect_err("33 ISPs");
+        assert!(
+            refused.contains("`upload`") && refused.contains("at most 32"),
+            "{refused}"
+        );
+        let table: Table = r#"duration = "86401s""#.parse().expect("TOML");
+        let refused = peer(&table).expect_err("a day and a second");
+        assert!(refused.contains("must be 0ns to 86400s"), "{refused}");
     }
 
     #[test]

@@ -10,8 +10,9 @@ pub enum TrackerRequest {
     /// Once a slot: whether the peer plays in it (an idle peer is offline), and the chunk it
     /// must download for a slot ahead, if any.
     Slot { playing: bool, want: Option<u32> },
-    /// The peer cached `chunk` (a download done), evicting `evicted`.
-    Stored { chunk: u32, evicted: Option<u32> },
+    /// Every chunk the peer caches now (after a download), at most B: the tracker replaces
+    /// what it knew, so a report lost on the way is made good by the next.
+    Cached { chunks: Vec<u32> },
     /// The peer leaves the system (churn): it serves no one from now on.
     Leave,
 }

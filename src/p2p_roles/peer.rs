@@ -122,6 +122,8 @@ struct Node {
     identity: Arc<Identity>,
     state: Mutex<PeerState>,
     tracker: tokio::sync::Mutex<Peer>,
+    /// What the cache holds after the latest download, for the reporter ([`report_cache`]).
+    cached: tokio::sync::watch::Sender<Vec<u32>>,
     http: reqwest::Client,
     origin: Instant,
     uploads: AtomicU64,
@@ -134,9 +136,8 @@ impl Node {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One call to the tracker once the connection is free (a report waits its turn: the
-    /// tracker applies reports as changes, so none may be dropped unsent); connecting and the
-    /// answer are each awaited up to `TRACKER_LIMIT`.
+    /// One call to the tracker once the connection is free; connecting and the answer are
+    /// each awaited up to `TRACKER_LIMIT`.
     async fn call(&self, request: &TrackerRequest) -> Option<TrackerResponse> {
         let port = self.config.control_port;
         let mut tracker = self.tracker.lock().await;
@@ -145,8 +146,8 @@ impl Node {
             .await
     }
 
-    /// A slot's call, awaited up to `TRACKER_LIMIT` in all, the wait behind the peer's queued
-    /// reports included, so that it never holds up the play loop for longer; then the cloud.
+    /// A slot's call, awaited up to `TRACKER_LIMIT` in all, the wait behind the peer's cache
+    /// report included; then the cloud.
     async fn slot_call(&self, request: &TrackerRequest) -> Option<TrackerResponse> {
         tokio::time::timeout(TRACKER_LIMIT, self.call(request))
             .await
@@ -211,7 +212,7 @@ impl Node {
         }
         let due = self.slot_start(slot);
         let late_s = Instant::now().saturating_duration_since(due).as_secs_f64();
-        let evicted = {
+        {
             let mut state = self.lock();
             state.pending.remove(&chunk);
             let record = Record {
@@ -230,9 +231,31 @@ impl Node {
             if from == From::Failed || self.left.load(Ordering::Relaxed) {
                 return;
             }
-            state.cache.store(chunk)
+            state.cache.store(chunk);
+            // Sent under the lock, so a later download's set never goes out before this one.
+            self.cached.send_replace(state.cache.chunks().collect());
         };
-        let _ = self.call(&TrackerRequest::Stored { chunk, evicted }).await;
+    }
+
+    /// Asks the tracker in slot `slot` (a `Slot` call), and downloads the chunk wanted, if
+    /// any, for slot `due`; apart from the play loop, which must look at the cache when each
+    /// slot starts however long the tracker takes.
+    async fn ask(self: Arc<Self>, report: TrackerRequest, want: Option<(u32, u64)>) {
+        let answer = self.slot_call(&report).await;
+        let Some((chunk, due)) = want else {
+            return;
+        };
+        let source = match answer {
+            Some(TrackerResponse::Slot { source }) => source,
+            _ => None,
+        };
+        if source.is_none() {
+            tracing::debug!(
+                "p2p-peer {}: no answer from the tracker; the cloud",
+                self.node
+            );
+        }
+        self.download(chunk, due, source).await;
     }
 
     fn serve(
@@ -273,8 +296,9 @@ struct Totals {
     peer_fallbacks: u64,
     /// Downloads asked of the cloud because the tracker's answer did not come within
     /// `TRACKER_LIMIT` (or the call failed): the tracker may have counted them as sent to a
-    /// peer. A peer whose link is busy uploading can wait that long for its request to leave,
-    /// or behind its own reports for its request to be sent at all.
+    /// peer, or refused (more than a slot's reports at once). A peer whose link is busy
+    /// uploading can wait that long for its request to leave, or behind its cache report for
+    /// its request to be sent at all.
     tracker_unanswered: u64,
     failed_downloads: u64,
     /// Downloads still under way when the summary was written (after the last slot, it waits
@@ -310,6 +334,7 @@ pub async fn run(config: PeerConfig, start: Start) -> Result<(), String> {
             records: Vec::new(),
         }),
         tracker: tokio::sync::Mutex::new(Peer::new(&config.tracker)),
+        cached: tokio::sync::watch::Sender::new(Vec::new()),
         http,
         origin: Instant::now(),
         uploads: AtomicU64::new(0),
@@ -329,10 +354,12 @@ pub async fn run(config: PeerConfig, start: Start) -> Result<(), String> {
         access_log: false,
     };
     let server = spawn_http(any_address(config.port), handler, options, None).await?;
+    let reporter = tokio::spawn(report_cache(shared.clone()));
     let result = tokio::select! {
         result = play(shared.clone()) => result,
         signal = start.shutdown.signal() => Err(format!("stopped by {signal} before the end")),
     };
+    reporter.abort();
     drop(server);
     let totals = result.map(|played| totals(&shared, &played));
     if let Ok(t) = &totals {
@@ -341,6 +368,35 @@ pub async fn run(config: PeerConfig, start: Start) -> Result<(), String> {
     }
     let summary = totals.and_then(|t| ClientSummary::of(&node, &t));
     summary::finish(&out, &node, summary)
+}
+
+/// Tells the tracker what the cache holds whenever a download changed it: the latest set only
+/// (each replaces the last at the tracker), so reports never pile up behind a slow tracker;
+/// one that fails is sent again, as it then is, a slot later.
+async fn report_cache(node: Arc<Node>) {
+    let mut cached = node.cached.subscribe();
+    let mut resend = false;
+    loop {
+        if !resend && cached.changed().await.is_err() {
+            return;
+        }
+        if node.left.load(Ordering::Relaxed) {
+            return;
+        }
+        let chunks = cached.borrow_and_update().clone();
+        let answer = node.call(&TrackerRequest::Cached { chunks }).await;
+        resend = answer.is_none();
+        match answer {
+            Some(TrackerResponse::Refused(why)) => {
+                tracing::warn!(
+                    "p2p-peer {}: the tracker refused its cache: {why}",
+                    node.node
+                )
+            }
+            None => tokio::time::sleep(node.config.catalogue.slot).await,
+            Some(_) => {}
+        }
+    }
 }
 
 /// What the player counted.
@@ -371,8 +427,9 @@ async fn play(node: Arc<Node>) -> Result<Played, String> {
             () = tokio::time::sleep_until(node.slot_start(slot).into()) => {}
             _ = usr1.recv() => {
                 node.left.store(true, Ordering::Relaxed);
-                let _ = node.call(&TrackerRequest::Leave).await;
                 played.left_at_s = Some(node.origin.elapsed().as_secs_f64());
+                // Unheard, the tracker takes the peer for offline within three slots anyway.
+                let _ = node.slot_call(&TrackerRequest::Leave).await;
                 return Ok(played);
             }
         }
@@ -394,29 +451,21 @@ async fn play(node: Arc<Node>) -> Result<Played, String> {
         if next.is_some() && want.is_none() {
             played.replays += 1;
         }
-        let slot_report = TrackerRequest::Slot {
+        let report = TrackerRequest::Slot {
             playing: now.is_some(),
             want,
         };
-        let answer = node.slot_call(&slot_report).await;
         if let Some(chunk) = want {
-            let source = match answer {
-                Some(TrackerResponse::Slot { source }) => source,
-                _ => None,
-            };
-            if source.is_none() {
-                tracing::debug!(
-                    "p2p-peer {}: no answer from the tracker; the cloud",
-                    node.node
-                );
-            }
             node.lock().pending.insert(chunk, slot + ahead);
-            tokio::spawn(node.clone().download(chunk, slot + ahead, source));
         }
+        tokio::spawn(
+            node.clone()
+                .ask(report, want.map(|chunk| (chunk, slot + ahead))),
+        );
     }
-    // Downloads still under way finish (or time out) before the summary: one that falls back
-    // to the cloud can take two fetches' time.
-    let deadline = Instant::now() + 2 * node.config.fetch_timeout;
+    // Downloads still under way finish (or time out) before the summary: one asks the tracker
+    // first, and one that falls back to the cloud can take two fetches' time.
+    let deadline = Instant::now() + TRACKER_LIMIT + 2 * node.config.fetch_timeout;
     while !node.lock().pending.is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

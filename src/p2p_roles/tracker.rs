@@ -12,12 +12,14 @@ use super::config::TrackerConfig;
 use super::messages::{Source, TrackerRequest, TrackerResponse};
 use crate::atomic_write::write_atomically;
 use crate::control::{Callers, PeerName};
+use crate::newest::Newest;
 use crate::p2p::tracker::{Choice, Tracker};
 use crate::roles::control::load_identity;
 use crate::roles::env::NodeEnv;
 use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http};
 use crate::roles::http::{spawn_http, ServeOptions};
+use bytes::Bytes;
 use hyper::Request;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -28,14 +30,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// The most slots `dispatch.csv` keeps (the oldest go first): a day of 500 ms slots.
+/// The most slots `dispatch.csv` keeps (the oldest go first): a day of 500 ms slots, or as many
+/// as fit in `MAX_SAMPLE_BYTES` (a row holds isps² shares).
 const MAX_SAMPLES: usize = 172_800;
+const MAX_SAMPLE_BYTES: usize = 128 << 20;
 
 struct State {
     tracker: Tracker,
     rng: StdRng,
     /// One row of `dispatch.csv` per slot.
-    samples: std::collections::VecDeque<String>,
+    samples: Newest,
     refused: u64,
 }
 
@@ -60,11 +64,15 @@ impl Shared {
         let Some(peer) = self.config.peers.iter().position(|p| p == caller.as_str()) else {
             return TrackerResponse::Refused(format!("{} is not a peer", caller.as_str()));
         };
-        let now = self.now_s();
         let mut state = self.lock();
+        // Read under the lock, so the tracker sees its calls' times in order.
+        let now = self.now_s();
         match request {
             TrackerRequest::Slot { playing, want } => {
-                state.tracker.heard(peer, now, playing);
+                if let Err(why) = state.tracker.heard(peer, now, playing) {
+                    state.refused += 1;
+                    return TrackerResponse::Refused(why);
+                }
                 let source = want.map(|chunk| {
                     if chunk as usize >= self.config.catalogue.chunks {
                         return Source::Cloud;
@@ -81,15 +89,13 @@ impl Shared {
                 });
                 TrackerResponse::Slot { source }
             }
-            TrackerRequest::Stored { chunk, evicted } => {
-                match state.tracker.stored(peer, chunk, evicted) {
-                    Ok(()) => TrackerResponse::Noted,
-                    Err(why) => {
-                        state.refused += 1;
-                        TrackerResponse::Refused(why)
-                    }
+            TrackerRequest::Cached { chunks } => match state.tracker.cached(peer, &chunks) {
+                Ok(()) => TrackerResponse::Noted,
+                Err(why) => {
+                    state.refused += 1;
+                    TrackerResponse::Refused(why)
                 }
-            }
+            },
             TrackerRequest::Leave => {
                 state.tracker.left(peer);
                 tracing::info!("p2p-tracker: peer {} left", caller.as_str());
@@ -100,8 +106,8 @@ impl Shared {
 
     /// Ends a slot: the core folds it into r_l and C_m and recomputes the dispatch.
     fn end_slot(&self) {
-        let now = self.now_s();
         let mut state = self.lock();
+        let now = self.now_s();
         if let Err(e) = state.tracker.end_slot(now) {
             tracing::warn!("p2p-tracker: keeping the last dispatch: {e}");
         }
@@ -115,10 +121,7 @@ impl Shared {
         {
             let _ = write!(row, ",{v:.4}");
         }
-        if state.samples.len() >= MAX_SAMPLES {
-            state.samples.pop_front();
-        }
-        state.samples.push_back(row);
+        state.samples.push(row.into());
     }
 
     fn status(&self) -> Value {
@@ -158,8 +161,10 @@ impl Shared {
             }
         }
         csv.push('\n');
-        for row in &self.lock().samples {
-            csv += row;
+        // The rows are shared, not copied, under the lock the control calls need.
+        let rows: Vec<Bytes> = self.lock().samples.iter().cloned().collect();
+        for row in &rows {
+            csv += &String::from_utf8_lossy(row);
             csv.push('\n');
         }
         let write = |name: &str, text: String| {
@@ -182,7 +187,7 @@ pub async fn run(
         state: Mutex::new(State {
             tracker,
             rng: StdRng::seed_from_u64(config.seed),
-            samples: Default::default(),
+            samples: Newest::new(MAX_SAMPLES, MAX_SAMPLE_BYTES),
             refused: 0,
         }),
         out: env.out_dir.clone().unwrap_or_else(|| PathBuf::from(".")),

@@ -76,14 +76,6 @@ impl PeerCache {
         evicted
     }
 
-    pub fn len(&self) -> usize {
-        self.lru.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.lru.is_empty()
-    }
-
     /// The cached chunks, in no particular order.
     pub fn chunks(&self) -> impl Iterator<Item = u32> + '_ {
         self.lru.keys().copied()

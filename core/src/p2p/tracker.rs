@@ -21,6 +21,10 @@ use std::collections::BTreeSet;
 const SMOOTHING: f64 = 0.1;
 /// A peer not heard from for this many slots is offline (its messages are one a slot).
 const SILENCE_SLOTS: f64 = 2.5;
+/// A peer reports once a slot; this many reports may come at once (after its link or the
+/// tracker held some up), more are refused: each report's download counts in its ISP's r_l
+/// and can take an upload token.
+const REPORT_BURST: f64 = 4.0;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrackerParams {
@@ -60,6 +64,8 @@ struct PeerState {
     /// When the tokens were last refilled, and when the peer was last heard from.
     refilled_s: f64,
     heard_s: Option<f64>,
+    /// Slot reports it may still make now (see `REPORT_BURST`).
+    reports: f64,
     playing: bool,
     gone: bool,
 }
@@ -129,7 +135,11 @@ impl Tracker {
         let capacities: Vec<f64> = (params.upload.iter().zip(&members))
             .map(|(u, list)| u * list.len() as f64)
             .collect();
-        let peers = vec![PeerState::default(); params.isp_of.len()];
+        let peer = PeerState {
+            reports: REPORT_BURST,
+            ..PeerState::default()
+        };
+        let peers = vec![peer; params.isp_of.len()];
         let mut tracker = Tracker {
             peers,
             members,
@@ -146,10 +156,6 @@ impl Tracker {
         };
         tracker.redispatch()?;
         Ok(tracker)
-    }
-
-    pub fn peers(&self) -> usize {
-        self.peers.len()
     }
 
     /// The dispatch a_lm now, `[l][m]`.
@@ -170,12 +176,25 @@ impl Tracker {
         &self.totals
     }
 
-    /// Peer `peer` says, at `now_s`, whether it plays in this slot.
-    pub fn heard(&mut self, peer: usize, now_s: f64, playing: bool) {
+    /// Peer `peer` says, at `now_s`, whether it plays in this slot. Refused (and nothing
+    /// changed) for a peer reporting more often than once a slot allows ([`REPORT_BURST`]):
+    /// only then may its download be dispatched.
+    pub fn heard(&mut self, peer: usize, now_s: f64, playing: bool) -> Result<(), String> {
+        let slot_s = self.params.slot_s;
+        let state = &mut self.peers[peer];
+        let since = state.heard_s.map_or(0.0, |t| (now_s - t).max(0.0));
+        let reports = (state.reports + since / slot_s).min(REPORT_BURST);
+        if reports < 1.0 {
+            return Err(format!(
+                "more than {REPORT_BURST} slot reports within {REPORT_BURST} slots"
+            ));
+        }
+        state.reports = reports - 1.0;
         self.refill(peer, now_s);
         let state = &mut self.peers[peer];
         state.heard_s = Some(now_s);
         state.playing = playing;
+        Ok(())
     }
 
     /// Peer `peer` left: it serves no one from now on.
@@ -186,10 +205,11 @@ impl Tracker {
         state.cached.clear();
     }
 
-    /// Peer `peer` cached `chunk`, evicting `evicted`. Refused (and nothing changed) for a
-    /// chunk past J or a cache that would hold more than B chunks.
-    pub fn stored(&mut self, peer: usize, chunk: u32, evicted: Option<u32>) -> Result<(), String> {
-        if chunk as usize >= self.params.chunks {
+    /// Peer `peer` caches `chunks` now, all it caches: what the tracker knew of it is
+    /// replaced, so a report lost on the way is made good by the next. Refused (and nothing
+    /// changed) for a chunk past J, more than B chunks, or a peer that left.
+    pub fn cached(&mut self, peer: usize, chunks: &[u32]) -> Result<(), String> {
+        if let Some(chunk) = chunks.iter().find(|&&c| c as usize >= self.params.chunks) {
             return Err(format!(
                 "chunk {chunk} is past the catalogue's {} chunks",
                 self.params.chunks
@@ -200,17 +220,14 @@ impl Tracker {
         if state.gone {
             return Err("the peer left".into());
         }
-        let growing =
-            !state.cached.contains(&chunk) && evicted.is_none_or(|e| !state.cached.contains(&e));
-        if growing && state.cached.len() >= cache {
+        let cached: BTreeSet<u32> = chunks.iter().copied().collect();
+        if cached.len() > cache {
             return Err(format!(
-                "a cache of B = {cache} chunks cannot hold another without an eviction"
+                "{} chunks are more than a cache of B = {cache} holds",
+                cached.len()
             ));
         }
-        if let Some(e) = evicted {
-            state.cached.remove(&e);
-        }
-        state.cached.insert(chunk);
+        state.cached = cached;
         Ok(())
     }
 
