@@ -94,7 +94,8 @@ pub fn capture(
             asked_at = Some(Instant::now());
         }
         let wait_ms = limits.duration.map_or(POLL_MS, |d| {
-            POLL_MS.min((d - elapsed).as_millis().max(1) as libc::c_int)
+            // Clamped before the cast: a long --duration must not wrap to poll's "forever".
+            (d - elapsed).as_millis().clamp(1, POLL_MS as u128) as libc::c_int
         });
         // SAFETY: `poll_fds` is a live array of `len` pollfds.
         let rc = unsafe {

@@ -28,6 +28,12 @@ fn last_error(what: &str) -> io::Error {
     io::Error::new(error.kind(), format!("{what}: {error}"))
 }
 
+/// `linux/if_packet.h`: a packet socket option that keeps the frames an interface sends out of
+/// the socket's queue.
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+/// Frames an interface sent that `try_receive` skips in one call before it says none is queued.
+const MAX_SKIPPED: usize = 64;
+
 impl PacketSocket {
     /// Opens a socket on `ifname` of the calling thread's network namespace that reads every
     /// frame the interface receives, stamped with CLOCK_REALTIME in ns.
@@ -55,6 +61,9 @@ impl PacketSocket {
         // SAFETY: `raw` is a fresh descriptor nobody else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         set_int(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
+        // Only arrivals are wanted: frames the interface sends are not queued at all (Linux
+        // 4.20 on; before, `try_receive` skips them).
+        let _ = set_int(raw, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
         // A burst at 1 Gbit/s must not overflow the socket while the loop writes the file.
         set_int(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, 8 << 20)?;
         // SAFETY: sockaddr_ll is plain data; zero is a valid start.
@@ -80,39 +89,43 @@ impl PacketSocket {
         self.fd.as_raw_fd()
     }
 
-    /// Reads one frame without waiting: `Ok(None)` when nothing is queued, or when the frame
-    /// was one the interface sent (a packet socket sees both ways; only arrivals are wanted).
+    /// Reads the next frame the interface received, without waiting: `Ok(None)` when none is
+    /// queued. A packet socket sees both ways; frames the interface sent are skipped here (up
+    /// to `MAX_SKIPPED` a call, so a busy sender cannot keep it here), not returned as `None`
+    /// at once, which the caller would take for an empty queue.
     pub fn try_receive(&self, buf: &mut [u8]) -> io::Result<Option<Received>> {
-        // SAFETY: plain data, zero is a valid start.
-        let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        // MSG_TRUNC makes a packet socket return the frame's full length.
-        let received = receive_message(
-            self.raw_fd(),
-            buf,
-            &mut from,
-            libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-        );
-        let (len, stamp) = match received {
-            Ok(received) => received,
-            Err(error) => {
-                return match error.kind() {
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
-                    _ => Err(io::Error::new(
-                        error.kind(),
-                        format!("reading a frame: {error}"),
-                    )),
+        for _ in 0..MAX_SKIPPED {
+            // SAFETY: plain data, zero is a valid start.
+            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            // MSG_TRUNC makes a packet socket return the frame's full length.
+            let received = receive_message(
+                self.raw_fd(),
+                buf,
+                &mut from,
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+            );
+            let (len, stamp) = match received {
+                Ok(received) => received,
+                Err(error) => {
+                    return match error.kind() {
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+                        _ => Err(io::Error::new(
+                            error.kind(),
+                            format!("reading a frame: {error}"),
+                        )),
+                    }
                 }
+            };
+            if from.sll_pkttype == libc::PACKET_OUTGOING {
+                continue;
             }
-        };
-        if from.sll_pkttype == libc::PACKET_OUTGOING {
-            return Ok(None);
+            return Ok(Some(Received {
+                unix_ns: stamp.unwrap_or_else(now_unix_ns),
+                captured: len.min(buf.len()),
+                original_len: len,
+            }));
         }
-        let original_len = len;
-        Ok(Some(Received {
-            unix_ns: stamp.unwrap_or_else(now_unix_ns),
-            captured: original_len.min(buf.len()),
-            original_len,
-        }))
+        Ok(None)
     }
 
     /// Frames the kernel dropped because this socket's buffer was full, since the last call.

@@ -155,9 +155,11 @@ pub fn generate(inputs: &[Input], target: &Target) -> Result<Generated, String> 
         let plan = match swarm {
             None => None,
             Some(options) => {
+                // Certificates last: an error here must not leave keys behind.
+                let directory = allocator.take(topology.nodes.len() + hosts).map_err(fail)?;
                 swarm::issue_certs(&options.certs, &topology).map_err(fail)?;
                 Some(swarm::Plan {
-                    directory: allocator.take(topology.nodes.len() + hosts).map_err(fail)?,
+                    directory,
                     placement: swarm::placement(&topology, options.hosts),
                     certs: options.certs.clone(),
                 })

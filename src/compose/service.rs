@@ -2,7 +2,7 @@
 
 use super::plan::gateway;
 use super::swarm::{self, Plan};
-use super::yaml::{Map, Yaml};
+use super::yaml::{pair, s, Map, Yaml};
 use super::{runs_program, EnvVars, IMAGE, RESULTS};
 use crate::container::spec::impairment_keys;
 use crate::topology::{Node, Program, Ready, Topology};
@@ -41,14 +41,6 @@ impl Names {
     fn profile(&self) -> Option<String> {
         self.prefix.strip_suffix('-').map(str::to_string)
     }
-}
-
-fn s(text: impl Into<String>) -> Yaml {
-    Yaml::str(text)
-}
-
-fn pair(key: &str, value: Yaml) -> (String, Yaml) {
-    (key.to_string(), value)
 }
 
 /// The nodes that talk on the control plane: every role gets a certificate.

@@ -2,7 +2,7 @@
 //! placement of nodes on hosts, certificates as secrets, the directory network through which
 //! containers learn the addresses Swarm gives them, and the `deploy` section of each service.
 
-use super::yaml::{Map, Yaml};
+use super::yaml::{pair, s, Map, Yaml};
 use crate::topology::{Node, Topology};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
@@ -99,14 +99,6 @@ pub fn issue_certs(dir: &Path, topology: &Topology) -> Result<(), String> {
     crate::container::issue_certs_once(dir, &topology.name, &nodes)
         .map(|_| ())
         .map_err(|e| format!("issuing the certificates into {}: {e}", dir.display()))
-}
-
-fn s(text: impl Into<String>) -> Yaml {
-    Yaml::str(text)
-}
-
-fn pair(key: &str, value: Yaml) -> (String, Yaml) {
-    (key.to_string(), value)
 }
 
 fn ca_secret() -> String {

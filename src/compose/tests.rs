@@ -392,3 +392,17 @@ endpoints = ["d", "e"]
     .unwrap_err();
     assert!(error.contains("a stack holds one topology"), "{error}");
 }
+
+/// A stack that cannot be addressed is refused before any certificate is issued: nothing is
+/// left in the certificates' directory.
+#[test]
+fn a_stack_refused_leaves_no_certificates() {
+    let dir = crate::testing::TempDir::new("compose-swarm-refused");
+    let refused = generate(
+        &[input(None, CLIENT_SERVER)],
+        &swarm_target(&dir, Some(65535)),
+    )
+    .expect_err("65 535 hosts need more addresses than there are");
+    assert!(refused.contains("more addresses than"), "{refused}");
+    assert!(!dir.0.join("certs").exists(), "certificates issued");
+}

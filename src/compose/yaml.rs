@@ -26,10 +26,16 @@ impl Yaml {
     }
 
     /// Text written as a literal block when it has several lines and none starts with a space
-    /// (a block's indentation is read off its first line), else double-quoted.
+    /// (a block's indentation is read off its first line), else double-quoted. A block splits
+    /// at `\n` only, so text with YAML's other line breaks, or any character a block cannot
+    /// hold, is quoted: a break the writer did not indent would end the block and let the
+    /// rest be read as keys of the service.
     pub fn text(text: impl Into<String>) -> Yaml {
         let text = text.into();
         let blockable = text.contains('\n')
+            && text
+                .chars()
+                .all(|c| c == '\n' || (printable(c) && !is_break(c)))
             && text
                 .lines()
                 .all(|l| !l.starts_with([' ', '\t']) && !l.ends_with([' ', '\t']));
@@ -64,8 +70,48 @@ impl Yaml {
     }
 }
 
+/// `text` double-quoted: JSON's escapes, and YAML's `\uXXXX` for what JSON leaves raw but YAML
+/// would read as a line break (NEL, LS, PS, folded into a space) or refuses (other
+/// non-printable characters).
 fn quoted(text: &str) -> String {
-    serde_json::to_string(text).expect("a string serializes")
+    let json = serde_json::to_string(text).expect("a string serializes");
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if printable(c) && !is_break(c) {
+            out.push(c);
+        } else {
+            out += &format!("\\u{:04X}", u32::from(c));
+        }
+    }
+    out
+}
+
+/// YAML's line breaks besides `\n`.
+const BREAKS: [char; 4] = ['\r', '\u{85}', '\u{2028}', '\u{2029}'];
+
+fn is_break(c: char) -> bool {
+    BREAKS.contains(&c)
+}
+
+/// YAML 1.2's printable characters (`c-printable`) but the byte order mark, which a stream may
+/// hold unescaped inside a scalar.
+fn printable(c: char) -> bool {
+    c != '\u{FEFF}' && c_printable(c)
+}
+
+fn c_printable(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{A0}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}')
+        || c >= '\u{10000}'
+}
+
+/// A double-quoted string (short for [`Yaml::str`], for building documents).
+pub fn s(text: impl Into<String>) -> Yaml {
+    Yaml::str(text)
+}
+
+/// One `key: value` pair of a [`Map`].
+pub fn pair(key: &str, value: Yaml) -> (String, Yaml) {
+    (key.to_string(), value)
 }
 
 /// A key as written: bare when it is plainly a name, else quoted.
@@ -85,10 +131,21 @@ fn key(text: &str) -> String {
 /// a file's path) must not end the comment and let the rest be read as YAML or shell. YAML
 /// parsers break lines at `\r`, NEL, LS and PS as well as at `\n`.
 pub fn commented(text: &str) -> String {
-    text.split(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'])
+    text.split(|c| c == '\n' || is_break(c))
         .map(|line| {
+            // A character a YAML stream cannot hold is written as its escape: a comment has
+            // no quoting of its own.
+            let line: String = (line.chars())
+                .map(|c| {
+                    if printable(c) {
+                        c.to_string()
+                    } else {
+                        format!("\\u{:04X}", u32::from(c))
+                    }
+                })
+                .collect();
             if line.starts_with('#') {
-                line.to_string()
+                line
             } else {
                 format!("# {line}")
             }
@@ -164,12 +221,13 @@ mod tests {
     #[test]
     fn a_line_break_inside_a_comment_does_not_end_it() {
         let doc: Map = vec![(
-            "# x=1\nservices: {evil: {privileged: true}}\r  image: x\u{2028}a: 1\u{85}b: 2".into(),
+            "# x=1\nservices: {evil: {privileged: true}}\r  image: x\u{2028}a: 1\u{85}b: 2\u{7}\u{FEFF}"
+                .into(),
             Yaml::Plain(String::new()),
         )];
         assert_eq!(
             write(&doc),
-            "# x=1\n# services: {evil: {privileged: true}}\n#   image: x\n# a: 1\n# b: 2\n"
+            "# x=1\n# services: {evil: {privileged: true}}\n#   image: x\n# a: 1\n# b: 2\\u0007\\uFEFF\n"
         );
     }
 
@@ -218,6 +276,33 @@ services:
       - " indented\nlines"
     empty: {}
 "#
+        );
+    }
+
+    /// Text holding a line break other than `\n` (LS, PS, NEL, CR) is never a block, and
+    /// inside quotes those and YAML's non-printable characters are escaped: one written raw
+    /// would end a block early (and the rest be read as keys: `privileged: true`) or be folded.
+    #[test]
+    fn yamls_other_line_breaks_and_unprintables_are_escaped() {
+        for text in [
+            "r\u{2028}    privileged: true\n",
+            "a\nb\u{2029}c",
+            "a\nb\u{85}c",
+            "a\nb\rc",
+            "a\nb\u{7F}c",
+        ] {
+            let Yaml::Str(quoted_text) = Yaml::text(text) else {
+                panic!("{text:?} became a block");
+            };
+            assert_eq!(quoted_text, text);
+        }
+        let doc: Map = vec![(
+            "v".into(),
+            Yaml::text("r\u{2028}  privileged: true\u{85}\u{2029}\u{7F}\u{9F}\u{FFFE}é\n"),
+        )];
+        assert_eq!(
+            write(&doc),
+            "v: \"r\\u2028  privileged: true\\u0085\\u2029\\u007F\\u009F\\uFFFEé\\n\"\n"
         );
     }
 
