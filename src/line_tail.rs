@@ -22,6 +22,8 @@ pub struct LineTail {
     skipping: bool,
     /// Complete lines seen so far (returned or skipped).
     pub lines: usize,
+    /// Whether the last look read to the file's end (or found no file).
+    at_end: bool,
 }
 
 impl LineTail {
@@ -32,12 +34,20 @@ impl LineTail {
             partial: Vec::new(),
             skipping: false,
             lines: 0,
+            at_end: false,
         }
+    }
+
+    /// Whether the last look read all the file held then: a file nobody appends to any more
+    /// is read whole once this is true.
+    pub fn at_end(&self) -> bool {
+        self.at_end
     }
 
     /// The lines completed since the last look, without their newlines (invalid UTF-8
     /// replaced), or `None` while the file does not exist (or is not a regular file).
     pub fn next_lines(&mut self) -> Option<Vec<String>> {
+        self.at_end = true;
         let mut file = crate::regular_file::open_regular(&self.path).ok()?;
         let mut appended = Vec::new();
         if file.seek(SeekFrom::Start(self.read)).is_err()
@@ -45,6 +55,7 @@ impl LineTail {
         {
             return Some(Vec::new());
         }
+        self.at_end = (appended.len() as u64) < MAX_READ;
         self.read += appended.len() as u64;
         let mut lines = Vec::new();
         for piece in appended.split_inclusive(|&b| b == b'\n') {
@@ -81,7 +92,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("log.csv");
         let mut tail = LineTail::new(path.clone());
+        assert!(!tail.at_end());
         assert_eq!(tail.next_lines(), None);
+        assert!(tail.at_end());
         let mut file = std::fs::File::create(&path).unwrap();
         assert_eq!(tail.next_lines(), Some(vec![]));
         file.write_all(b"index,quality\n0,1\n1,").unwrap();
@@ -96,6 +109,12 @@ mod tests {
         file.write_all(b"still the long one\n2,3\n").unwrap();
         assert_eq!(tail.next_lines(), Some(vec!["2,3".to_string()]));
         assert_eq!(tail.lines, 5);
+        // A file grown by more than a look reads is at its end only once read whole.
+        file.write_all(&vec![b'y'; MAX_READ as usize + 1]).unwrap();
+        tail.next_lines();
+        assert!(!tail.at_end());
+        tail.next_lines();
+        assert!(tail.at_end());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -21,7 +21,7 @@ use crate::topology::{Program, SegmentKind, Topology};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 
-pub use crate::lab::counters::{Counters, Sample};
+pub use crate::lab::counters::Sample;
 
 /// The picture's edge that shows `member`'s direction of `segment`, and whether the direction
 /// runs from the edge's `a` to its `b` (`Picture::of` adds one edge per link, sender member 0
@@ -128,6 +128,12 @@ pub struct Throughput {
     recent: HashMap<String, VecDeque<(f64, u64)>>,
 }
 
+/// The most link directions whose throughput is followed: a lab has far fewer, a replayed
+/// `links.jsonl` could name any number (past it a new one shows no throughput).
+const MAX_LINKS: usize = 4096;
+/// The most samples of one link kept for its window.
+const MAX_WINDOW_SAMPLES: usize = 64;
+
 impl Throughput {
     pub fn message(&mut self, sample: &Sample) -> Value {
         let now = sample.time_unix_s;
@@ -135,22 +141,35 @@ impl Throughput {
             .links
             .iter()
             .map(|c| {
-                let recent = self.recent.entry(c.id.clone()).or_default();
-                // Counters that went back (a restarted shaper) start the window over.
-                if recent.back().is_some_and(|&(t, bytes)| c.bytes < bytes || now <= t) {
-                    recent.clear();
-                }
-                while recent.len() > 1 && recent[1].0 <= now - THROUGHPUT_WINDOW_S {
-                    recent.pop_front();
-                }
-                let bps = recent
-                    .front()
-                    .map_or(0.0, |&(t, bytes)| (c.bytes - bytes) as f64 * 8.0 / (now - t));
-                recent.push_back((now, c.bytes));
+                let bps = self.bps(&c.id, now, c.bytes);
                 json!({"id": c.id, "bps": bps.round(), "packets": c.packets, "drops": c.drops, "queued": c.queued})
             })
             .collect();
         json!({"kind": "links", "time_unix_s": now, "links": links})
+    }
+
+    /// Link `id`'s bits per second over the last window, its byte counter at `bytes` now.
+    fn bps(&mut self, id: &str, now: f64, bytes: u64) -> f64 {
+        if self.recent.len() >= MAX_LINKS && !self.recent.contains_key(id) {
+            return 0.0;
+        }
+        let recent = self.recent.entry(id.to_string()).or_default();
+        // Counters that went back (a restarted shaper) start the window over.
+        if recent.back().is_some_and(|&(t, b)| bytes < b || now <= t) {
+            recent.clear();
+        }
+        while recent.len() > 1 && recent[1].0 <= now - THROUGHPUT_WINDOW_S {
+            recent.pop_front();
+        }
+        let bps = recent
+            .front()
+            .map_or(0.0, |&(t, b)| (bytes - b) as f64 * 8.0 / (now - t));
+        // Samples come 10 a second live; a replayed file's could be any distance apart.
+        if recent.len() >= MAX_WINDOW_SAMPLES {
+            recent.pop_front();
+        }
+        recent.push_back((now, bytes));
+        bps
     }
 }
 

@@ -36,6 +36,10 @@ impl Rows {
         }
     }
 
+    fn at_end(&self) -> bool {
+        self.tail.at_end()
+    }
+
     /// The rows appended since the last look.
     fn next(&mut self) -> Vec<String> {
         let mut rows = Vec::new();
@@ -120,27 +124,37 @@ impl Files {
     /// start among them), then link samples, the clients' rows, the ICN regions' seconds that
     /// are over, finished clients and the controllers' records.
     pub fn poll(&mut self) -> Vec<Value> {
-        self.read(crate::wall_clock::unix_now_s() - LATENCY_LATE_S)
+        self.read(Some(crate::wall_clock::unix_now_s() - LATENCY_LATE_S))
     }
 
     /// Every message the files hold now, read to their ends and handed to `publish` one
     /// look's worth at a time, so a long run's files are never all in memory at once.
     pub fn drain(&mut self, mut publish: impl FnMut(&Value)) {
         loop {
-            let more = self.read(f64::NEG_INFINITY);
-            if more.is_empty() {
+            self.read(None).iter().for_each(&mut publish);
+            if self.at_end() {
                 break;
             }
-            more.iter().for_each(&mut publish);
         }
         for client in &mut self.clients {
             (client.latency.publish(&client.name, f64::INFINITY).iter()).for_each(&mut publish);
         }
     }
 
+    /// Whether the last look read every file to its end.
+    fn at_end(&self) -> bool {
+        let clients = (self.clients.iter())
+            .all(|c| c.segments.at_end() && c.deadlines.at_end() && c.requests.at_end());
+        self.events.at_end()
+            && self.links.as_ref().is_none_or(LineTail::at_end)
+            && clients
+            && self.controllers.iter().all(|(_, log)| log.at_end())
+    }
+
     /// What [`Files::poll`] says, publishing the ICN seconds over by `until_unix_s` (all of a
-    /// finished client's).
-    fn read(&mut self, until_unix_s: f64) -> Vec<Value> {
+    /// finished client's); `None` (files no longer growing) publishes each client's seconds
+    /// over by its latest request read, as a live view would have then.
+    fn read(&mut self, until_unix_s: Option<f64>) -> Vec<Value> {
         let mut messages = Vec::new();
         for line in self.events.next_lines().unwrap_or_default() {
             if let Some(message) = feed::event(&line) {
@@ -172,15 +186,26 @@ impl Files {
             for row in client.deadlines.next() {
                 messages.extend(feed::deadline(&client.name, &row));
             }
+            // Seconds are published as the rows settle them, so a look's rows (up to a MiB,
+            // many minutes of a light load) never open more seconds than are kept.
+            let settled = |latency: &RegionLatency| {
+                let latest = latency.latest_unix_s() - LATENCY_LATE_S;
+                until_unix_s.map_or(latest, |until| until.min(latest))
+            };
             for row in client.requests.next() {
                 if let Some(request) = icn::request(start, &row) {
                     client.latency.add(request);
+                    messages.extend(
+                        client
+                            .latency
+                            .publish(&client.name, settled(&client.latency)),
+                    );
                 }
             }
             let until = if client.done || finished.is_some() {
                 f64::INFINITY
             } else {
-                until_unix_s
+                until_unix_s.unwrap_or(settled(&client.latency))
             };
             messages.extend(client.latency.publish(&client.name, until));
             if let Some(summary) = finished {
@@ -201,4 +226,53 @@ impl Files {
 fn read_summary(path: &Path) -> Option<Value> {
     let text = crate::regular_file::read_regular(path, MAX_SUMMARY).ok()?;
     serde_json::from_str(&text).ok().filter(Value::is_object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A replay reads every file to its end, however many looks that takes, and publishes every
+    /// second of an ICN client that wrote no summary: 800 seconds of rows, more than a look
+    /// reads and more seconds than a live view keeps open.
+    #[test]
+    fn a_drain_reads_every_file_whole_and_publishes_every_second() {
+        let dir = crate::testing::TempDir::new("web-files-drain");
+        let client = dir.0.join("nodes/u");
+        std::fs::create_dir_all(&client).unwrap();
+        let mut rows = format!("{REQUESTS_HEADER}\n");
+        for second in 0..800 {
+            for k in 0..30 {
+                let sent = f64::from(second) + f64::from(k) / 40.0;
+                rows += &format!("{sent:.4},app-{k},object-{second}-{k},0.0100,200,hit,site-a\n");
+            }
+        }
+        assert!(
+            rows.len() > 1 << 20,
+            "{} bytes: one look would read all",
+            rows.len()
+        );
+        std::fs::write(client.join("requests.csv"), rows).unwrap();
+        // The clients started on a whole second, so each second's rows fall in one.
+        let start = r#"{"event":"clients_start","time_unix_s":1700000000}"#;
+        std::fs::write(dir.0.join("events.jsonl"), format!("{start}\n")).unwrap();
+        let mut files = Files::new(
+            dir.0.join("events.jsonl"),
+            None,
+            &dir.0.join("nodes"),
+            &["u".to_string()],
+            &[],
+        );
+        let mut latency = Vec::new();
+        files.drain(|message| {
+            if message["kind"] == "latency" {
+                latency.push(message.clone());
+            }
+        });
+        assert_eq!(latency.len(), 800);
+        let requests: u64 = (latency.iter())
+            .map(|m| m["requests"].as_u64().unwrap())
+            .sum();
+        assert_eq!(requests, 800 * 30);
+    }
 }

@@ -1,10 +1,12 @@
 //! Where the feed's messages meet the browsers: every message is kept (up to [`MAX_HISTORY`]
 //! messages and [`MAX_HISTORY_BYTES`])
 //! and sent to every connected page; a page that connects late gets everything kept so far
-//! first, so it draws the whole run, then what comes next.
+//! first, so it draws the whole run, then what comes next. The messages every later one
+//! builds on (`hello`, a controller's first line: [`PINNED_KINDS`]) are kept apart, never
+//! dropped for newer ones, and sent first.
 
+use crate::newest::Newest;
 use bytes::Bytes;
-use std::collections::VecDeque;
 use std::sync::Mutex;
 use tokio::sync::broadcast;
 
@@ -13,14 +15,18 @@ use tokio::sync::broadcast;
 pub const MAX_HISTORY: usize = 50_000;
 /// And at most this many bytes of them (some messages carry lists: a controller's period).
 pub const MAX_HISTORY_BYTES: usize = 256 << 20;
+/// The kinds of message a page cannot draw without, whatever it missed: the lab's (a page
+/// starts over on it) and each ICN controller's description.
+pub const PINNED_KINDS: [&str; 2] = ["hello", "controller"];
+/// At most this many of them are kept apart; past it they age as the others do.
+const MAX_PINNED: usize = 64;
 /// Messages a connected page may fall behind by before it is dropped (its browser reconnects
 /// and starts over from the history).
 const LAG: usize = 1024;
 
-#[derive(Default)]
 struct History {
-    messages: VecDeque<Bytes>,
-    bytes: usize,
+    pinned: Vec<Bytes>,
+    messages: Newest,
 }
 
 pub struct Hub {
@@ -31,7 +37,10 @@ pub struct Hub {
 impl Default for Hub {
     fn default() -> Hub {
         Hub {
-            history: Mutex::new(History::default()),
+            history: Mutex::new(History {
+                pinned: Vec::new(),
+                messages: Newest::new(MAX_HISTORY, MAX_HISTORY_BYTES),
+            }),
             live: broadcast::channel(LAG).0,
         }
     }
@@ -42,25 +51,25 @@ impl Hub {
     pub fn publish(&self, message: &serde_json::Value) {
         let event = Bytes::from(format!("data: {message}\n\n"));
         let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
-        history.bytes += event.len();
-        history.messages.push_back(event.clone());
-        while history.messages.len() > MAX_HISTORY || history.bytes > MAX_HISTORY_BYTES {
-            let Some(oldest) = history.messages.pop_front() else {
-                break;
-            };
-            history.bytes -= oldest.len();
+        let pinned = (message["kind"].as_str()).is_some_and(|kind| PINNED_KINDS.contains(&kind));
+        if pinned && history.pinned.len() < MAX_PINNED {
+            history.pinned.push(event.clone());
+            let _ = self.live.send(event);
+            return;
         }
+        history.messages.push(event.clone());
         // Sent under the lock, so a page that subscribes misses nothing and sees nothing twice.
         let _ = self.live.send(event);
     }
 
-    /// Everything kept so far, and the messages from now on.
+    /// Everything kept so far, the pinned messages first, and the messages from now on.
     pub fn subscribe(&self) -> (Vec<Bytes>, broadcast::Receiver<Bytes>) {
         let history = self.history.lock().unwrap_or_else(|e| e.into_inner());
-        (
-            history.messages.iter().cloned().collect(),
-            self.live.subscribe(),
-        )
+        let past = (history.pinned.iter())
+            .chain(history.messages.iter())
+            .cloned()
+            .collect();
+        (past, self.live.subscribe())
     }
 }
 
@@ -94,5 +103,38 @@ mod tests {
         assert_eq!(past.len(), 9, "{} kept", past.len());
         let newest = String::from_utf8_lossy(&past[8]);
         assert!(newest.contains("\"n\":11"), "the newest is kept");
+    }
+
+    /// `hello` and a controller's description outlive the history's bounds and come first,
+    /// once each; live pages get them as they come.
+    #[test]
+    fn pinned_messages_are_never_dropped_and_come_first() {
+        let hub = Hub::default();
+        let (_, mut live) = hub.subscribe();
+        hub.publish(&json!({"kind": "hello", "lab": "l"}));
+        assert!(live
+            .try_recv()
+            .unwrap()
+            .starts_with(b"data: {\"kind\":\"hello\""));
+        for n in 0..MAX_HISTORY {
+            hub.publish(&json!({ "kind": "links", "n": n }));
+        }
+        hub.publish(&json!({"kind": "controller", "sites": []}));
+        hub.publish(&json!({"kind": "links", "n": "last"}));
+        let (past, _) = hub.subscribe();
+        assert_eq!(past.len(), 2 + MAX_HISTORY);
+        assert!(past[0].starts_with(b"data: {\"kind\":\"hello\""));
+        assert!(past[1].starts_with(b"data: {\"kind\":\"controller\""));
+        let count = |kind: &str| {
+            let needle = format!("\"kind\":\"{kind}\"");
+            (past.iter())
+                .filter(|m| String::from_utf8_lossy(m).contains(&needle))
+                .count()
+        };
+        assert_eq!((count("hello"), count("controller")), (1, 1));
+        assert!(
+            String::from_utf8_lossy(&past[2]).contains("\"n\":1}"),
+            "the oldest went"
+        );
     }
 }

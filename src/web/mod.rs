@@ -61,8 +61,14 @@ impl Server {
                     let shutdown = async {
                         let _ = stopped.await;
                     };
-                    if let Err(e) =
-                        crate::roles::http::serve_http(listener, handler, options, shutdown).await
+                    if let Err(e) = crate::roles::http::serve_http(
+                        listener,
+                        handler,
+                        options,
+                        server::MAX_CONNECTIONS,
+                        shutdown,
+                    )
+                    .await
                     {
                         tracing::error!("web: {e}");
                     }

@@ -22,6 +22,9 @@ const STYLE: &str = include_str!("../../web/style.css");
 
 /// Pages that may follow the feed at once; one more is answered 503.
 pub const MAX_FEEDS: usize = 32;
+/// The most connections the view holds at once: it is served from inside `cdnlab run`, whose
+/// lab work needs descriptors too; past it a connection waits for one to end.
+pub const MAX_CONNECTIONS: usize = 256;
 /// Messages queued for one page's connection before it waits for the page to read.
 const QUEUED: usize = 256;
 
@@ -65,6 +68,12 @@ impl hyper::body::Body for WebBody {
 /// How long a page's queue may stay full before the page loses its connection: a page that
 /// stops reading must not hold one of the `MAX_FEEDS` places for ever.
 const STALL: Duration = Duration::from_secs(30);
+/// How long a page may take to read the history it is sent when it connects: two minutes, and
+/// a second more for each MB (up to `hub::MAX_HISTORY_BYTES`; a browser on the machine reads
+/// that in seconds, one across a slow `--expose`d link may not).
+fn history_within(bytes: usize) -> Duration {
+    Duration::from_secs(120) + Duration::from_micros(bytes as u64)
+}
 
 /// What the handler shares between connections.
 pub struct Site {
@@ -173,12 +182,21 @@ fn feed(site: Arc<Site>) -> Response<WebBody> {
     let (past, mut live) = site.hub.subscribe();
     let (tx, rx) = mpsc::channel(QUEUED);
     let stall = site.stall;
+    let within = history_within(past.iter().map(Bytes::len).sum());
     tokio::spawn(async move {
         let _following = following;
-        for message in past {
-            if !send_within(&tx, message, stall).await {
-                return;
+        // As a whole, too: a page reading a few bytes a second never stalls one message for
+        // long, yet would hold its place, and the history it was handed, for hours.
+        let history = async {
+            for message in past {
+                if !send_within(&tx, message, stall).await {
+                    return false;
+                }
             }
+            true
+        };
+        if !matches!(tokio::time::timeout(within, history).await, Ok(true)) {
+            return;
         }
         loop {
             // A page that left is noticed even when nothing more is published (a replay, a

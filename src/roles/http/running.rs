@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::head_only::HeadHandler;
-use super::serve::{serve_head_only, serve_http, ServeOptions};
+use super::serve::{serve_head_only, serve_http, ServeOptions, MAX_CONNECTIONS};
 use super::Body;
 use crate::control::ServerHandle;
 use crate::roles::Shutdown;
@@ -95,7 +95,7 @@ where
     Fut: Future<Output = hyper::Response<Body>> + Send + 'static,
 {
     spawn_server(http, control, move |listener, stopped| {
-        serve_http(listener, handler, options, stopped)
+        serve_http(listener, handler, options, MAX_CONNECTIONS, stopped)
     })
     .await
 }

@@ -49,6 +49,11 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// head, or for the rest of one (see `serve_http_idle`), HTTP/2 included.
 pub const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(75);
 
+/// The most connections a role's server holds at once (each a descriptor and its buffers);
+/// past it a new connection waits in the listen backlog until one ends. nginx's default is
+/// 512 a worker; `cdnlab bench http` configures it with 4096.
+pub const MAX_CONNECTIONS: usize = 16_384;
+
 /// How often an HTTP/2 connection pings its client, and how long the pong may take: a client
 /// gone without closing (a dead host, a black-holed path) loses its connection in a bounded
 /// time even while a request waits.
@@ -63,12 +68,14 @@ pub struct ServeOptions {
     pub access_log: bool,
 }
 
-/// Serves `handler` on `listener` until `shutdown` resolves, then drains connections for at
-/// most `SHUTDOWN_GRACE`. A HEAD answer is the GET answer without its body.
+/// Serves `handler` on `listener`, at most `max_connections` connections at once (roles:
+/// [`MAX_CONNECTIONS`]), until `shutdown` resolves, then drains connections for at most
+/// `SHUTDOWN_GRACE`. A HEAD answer is the GET answer without its body.
 pub async fn serve_http<H, Fut, B>(
     listener: TcpListener,
     handler: H,
     options: ServeOptions,
+    max_connections: usize,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()>
 where
@@ -76,19 +83,20 @@ where
     Fut: Future<Output = Response<B>> + Send + 'static,
     B: ResponseBody,
 {
-    serve_http_idle(listener, handler, options, KEEP_ALIVE_TIMEOUT, shutdown).await
+    let bounds = (KEEP_ALIVE_TIMEOUT, max_connections);
+    serve_http_idle(listener, handler, options, bounds, shutdown).await
 }
 
-/// `serve_http` closing a connection (gracefully) once it has had no request in progress for
-/// `idle`: an idle keep-alive connection, one whose client trickles a request head (hyper's
-/// header-read timeout), and an HTTP/2 connection whose client answers pings but asks
-/// nothing. nginx's default keep-alive timeout is 75 s (hyper's 30 s), so a HAS client
+/// `serve_http` holding at most `max_connections` at once, and closing a connection
+/// (gracefully) once it has had no request in progress for `idle`: an idle keep-alive
+/// connection, one whose client trickles a request head (hyper's header-read timeout), and an
+/// HTTP/2 connection whose client answers pings but asks nothing. nginx's default keep-alive timeout is 75 s (hyper's 30 s), so a HAS client
 /// pausing with a full buffer keeps its connection as it would with nginx.
 pub(crate) async fn serve_http_idle<H, Fut, B>(
     listener: TcpListener,
     handler: H,
     options: ServeOptions,
-    idle: Duration,
+    (idle, max_connections): (Duration, usize),
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()>
 where
@@ -99,7 +107,8 @@ where
     let builder = Arc::new(hyper_builder(idle));
     let options = Arc::new(options);
     let role = options.role;
-    accept_loop(listener, role, shutdown, move |stream, stop| {
+    let served = (role, max_connections);
+    accept_loop(listener, served, shutdown, move |stream, stop| {
         let builder = builder.clone();
         let handler = handler.clone();
         let options = options.clone();
@@ -132,7 +141,8 @@ pub(super) async fn serve_head_only_idle<H: HeadHandler>(
     let builder = Arc::new(hyper_builder(idle));
     let options = Arc::new(options);
     let role = options.role;
-    accept_loop(listener, role, shutdown, move |stream, mut stop| {
+    let served = (role, MAX_CONNECTIONS);
+    accept_loop(listener, served, shutdown, move |stream, mut stop| {
         let builder = builder.clone();
         let handler = handler.clone();
         let options = options.clone();
@@ -194,11 +204,12 @@ fn hyper_builder(idle: Duration) -> auto::Builder<TokioExecutor> {
 }
 
 /// Accepts connections until `shutdown` resolves and serves each with `connection` in its own
-/// task (given the stream and a receiver that turns true at shutdown); then waits at most
+/// task (given the stream and a receiver that turns true at shutdown), at most
+/// `max_connections` at once (the next is accepted once one ends); then waits at most
 /// `SHUTDOWN_GRACE` for them to finish.
 async fn accept_loop<C, Fut>(
     listener: TcpListener,
-    role: &'static str,
+    (role, max_connections): (&'static str, usize),
     shutdown: impl Future<Output = ()>,
     connection: C,
 ) -> io::Result<()>
@@ -209,8 +220,15 @@ where
     let (stop_tx, stop_rx) = watch::channel(false);
     // Each connection task holds a sender; `recv` returns `None` once all have finished.
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    let room = Arc::new(tokio::sync::Semaphore::new(max_connections));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
+        let place = tokio::select! {
+            place = room.clone().acquire_owned() => place,
+            () = &mut shutdown => break,
+        };
+        // The semaphore is never closed.
+        let Ok(place) = place else { break };
         let (stream, _peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -230,7 +248,7 @@ where
         let alive = alive_tx.clone();
         tokio::spawn(async move {
             served.await;
-            drop(alive);
+            drop((alive, place));
         });
     }
     drop(listener);
@@ -412,10 +430,52 @@ mod tests {
             listener,
             handler,
             options,
-            idle,
+            (idle, MAX_CONNECTIONS),
             std::future::pending(),
         ));
         (addr, idle, server)
+    }
+
+    /// Past its connections' bound a server answers a new connection only once one of those
+    /// it holds ends.
+    #[tokio::test]
+    async fn connections_past_the_bound_wait_for_one_to_end() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handler = |_: Request<Incoming>| async { Response::new(Body::bytes(&b"ok"[..])) };
+        let options = ServeOptions {
+            role: "test",
+            access_log: false,
+        };
+        // Idle connections are held far longer than the test waits.
+        let bounds = (Duration::from_secs(60), 2);
+        let pending = std::future::pending();
+        let server = tokio::spawn(serve_http_idle(listener, handler, options, bounds, pending));
+        // Two connections trickle request heads: the server holds both.
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            stream.write_all(b"GET / HT").await.unwrap();
+            held.push(stream);
+        }
+        let mut third = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let get = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        third.write_all(get).await.unwrap();
+        let mut answer = Vec::new();
+        let early =
+            tokio::time::timeout(Duration::from_millis(300), third.read_to_end(&mut answer));
+        assert!(early.await.is_err(), "answered past the bound: {answer:?}");
+        // One held connection leaves, and the third is served.
+        drop(held.remove(0));
+        let answered =
+            tokio::time::timeout(Duration::from_secs(10), third.read_to_end(&mut answer));
+        answered
+            .await
+            .expect("served once a place was free")
+            .unwrap();
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+        server.abort();
     }
 
     /// An HTTP/2 client that keeps its connection without asking anything loses it after the

@@ -76,12 +76,15 @@ pub struct RegionLatency {
     /// The first second not published yet: a request logged after its second was published
     /// counts in this one.
     open_from: Option<i64>,
+    /// The latest completion time of a request counted so far.
+    latest_unix_s: f64,
 }
 
 impl RegionLatency {
     /// Counts `request` in the second it completed in (or the first open one); leaves it out
     /// if that would open more than [`MAX_OPEN_SECONDS`].
     pub fn add(&mut self, request: Request) {
+        self.latest_unix_s = self.latest_unix_s.max(request.done_unix_s);
         let mut second = request.done_unix_s.floor() as i64;
         if let Some(open) = self.open_from {
             second = second.max(open);
@@ -101,6 +104,11 @@ impl RegionLatency {
         } else {
             bin.failed += 1;
         }
+    }
+
+    /// The latest completion time of a request counted so far (0 before any).
+    pub fn latest_unix_s(&self) -> f64 {
+        self.latest_unix_s
     }
 
     /// The `latency` messages of `client`'s seconds that ended by `until_unix_s`, oldest first.

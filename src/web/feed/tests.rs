@@ -1,4 +1,5 @@
 use super::*;
+use crate::lab::counters::Counters;
 use crate::topology::{self, LoadOptions};
 
 fn small() -> Topology {
