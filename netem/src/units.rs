@@ -135,6 +135,11 @@ pub fn parse_rate_bps(text: &str) -> Result<u64, UnitError> {
             "`{}`: a rate must be above 0",
             text.trim()
         ))),
+        // The kernel counts rates in bytes a second: below 8 bit/s is 0 there, no limit.
+        Some(bps) if bps < 8 => Err(UnitError(format!(
+            "`{}`: a rate must be at least 8bit (a byte a second)",
+            text.trim()
+        ))),
         Some(bps) => Ok(bps),
         None => Err(UnitError(format!("`{}` is too high a rate", text.trim()))),
     }
@@ -249,6 +254,11 @@ mod tests {
         assert_eq!(parse_rate_bps("1kibit"), Ok(1024));
         assert_eq!(parse_rate_bps("1mbps"), Ok(8_000_000));
         assert!(parse_rate_bps("0mbit").unwrap_err().0.contains("above 0"));
+        assert!(parse_rate_bps("7bit")
+            .unwrap_err()
+            .0
+            .contains("at least 8bit"));
+        assert_eq!(parse_rate_bps("8bit"), Ok(8));
         assert!(parse_rate_bps("100").unwrap_err().0.contains("no unit"));
         assert!(parse_rate_bps("-1mbit").unwrap_err().0.contains("negative"));
     }
@@ -281,7 +291,7 @@ mod tests {
             assert_eq!(parse_duration_ns(&format_duration_ns(ns)), Ok(ns));
         }
         for bps in [
-            1,
+            9,
             1_000,
             64_000,
             5_000_000,

@@ -25,7 +25,7 @@ pub struct CaptureArgs {
     /// Stop after this many packets.
     #[arg(short = 'c', long)]
     count: Option<u64>,
-    /// Stop after this long (`10s`, `2min`); without it or --count, at Ctrl-C or when the lab
+    /// Stop after this long (`10s`, `120s`); without it or --count, at Ctrl-C or when the lab
     /// goes down.
     #[arg(long)]
     duration: Option<String>,

@@ -270,7 +270,7 @@ pub fn default_out_dir(name: &str) -> PathBuf {
     PathBuf::from("results").join(format!("{name}-{now}"))
 }
 
-/// A `--timeout`-like flag's duration (tc time units: `600s`, `2min`, …).
+/// A `--timeout`-like flag's duration (tc time units: `600s`, `500ms`, …).
 pub fn parse_duration(flag: &str, value: &str) -> Result<std::time::Duration, Failure> {
     netem::units::parse_duration_ns(value)
         .map(std::time::Duration::from_nanos)

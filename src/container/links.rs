@@ -9,6 +9,7 @@
 use super::spec::NetSpec;
 use crate::lab::links::{
     apply_netem, choose_backend_with, ingress_queue_rule, update_queue_rule, IPTABLES,
+    IPTABLES_WAIT,
 };
 use crate::lab::shaper;
 use crate::lab::sys::{self, Error, Result};
@@ -250,7 +251,9 @@ fn sender_rule(net: &NetState, sender: &SenderState) -> String {
 }
 
 fn append_queue_rule(rule: &str) -> Result<()> {
-    let mut argv = vec![IPTABLES, "-t", "raw", "-A", "PREROUTING"];
+    let mut argv = vec![IPTABLES];
+    argv.extend(IPTABLES_WAIT);
+    argv.extend(["-t", "raw", "-A", "PREROUTING"]);
     argv.extend(rule.split(' '));
     sys::run(&argv, None).map(|_| ())
 }

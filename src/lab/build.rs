@@ -184,10 +184,15 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
         Backend::Kernel => links::install_qdiscs(state)?,
         Backend::Userspace => {
             let shaper = shaper::start(state, seed)?;
-            state.update(|state| {
-                state.shaper = Some(shaper);
+            let recorded = state.update(|state| {
+                state.shaper = Some(shaper.clone());
                 Ok(())
-            })?;
+            });
+            if let Err(e) = recorded {
+                // Unrecorded, no teardown would find it.
+                process::stop_processes(&[shaper]);
+                return Err(e);
+            }
             links::install_queue_rules(state)?;
         }
     }

@@ -15,6 +15,8 @@ pub fn record(state: &LabState, mut event: serde_json::Value) -> Result<()> {
         .create(true)
         .append(true)
         .open(state.events_path())?;
-    writeln!(file, "{event}")?;
+    // One write of the whole line: appends from two processes (`run`'s timeline, a `link
+    // set`) then never interleave within a line.
+    file.write_all(format!("{event}\n").as_bytes())?;
     Ok(())
 }

@@ -16,6 +16,9 @@ use netem::Impairments;
 /// The iptables binary: nft's `queue` is missing on many kernels (ours among them), the legacy
 /// NFQUEUE target is not.
 pub const IPTABLES: &str = "iptables-legacy";
+/// `-w`: wait (up to 10 s) for the machine-wide xtables lock, which every namespace shares,
+/// rather than fail at once while another lab's iptables holds it.
+pub const IPTABLES_WAIT: [&str; 2] = ["-w", "10"];
 
 /// Every direction of every segment, with where each backend applies it. The userspace
 /// backend's queue numbers are the directions' indices (all queues live in the hub).
@@ -94,7 +97,8 @@ pub fn install_queue_rules(state: &LabState) -> Result<()> {
             rules.join("\n")
         );
         let restore = format!("{IPTABLES}-restore");
-        sys::run(&["ip", "netns", "exec", netns, &restore], Some(&text))?;
+        let argv = ["ip", "netns", "exec", netns, &restore, "--wait=10"];
+        sys::run(&argv, Some(&text))?;
     }
     Ok(())
 }
@@ -176,7 +180,9 @@ pub fn update_queue_rule(
     if let Some(netns) = netns {
         argv.extend(["ip", "netns", "exec", netns]);
     }
-    argv.extend([IPTABLES, "-t", "raw", op, "PREROUTING"]);
+    argv.push(IPTABLES);
+    argv.extend(IPTABLES_WAIT);
+    argv.extend(["-t", "raw", op, "PREROUTING"]);
     argv.extend(rule.split(' '));
     sys::run(&argv, None).map(|_| ())
 }

@@ -313,7 +313,8 @@ pub fn wait_ready(state: &LabState, node: usize, child: &mut Option<Child>) -> R
     let deadline = Instant::now() + Duration::from_nanos(spec.ready_timeout_ns);
     let addr = spec.interfaces.first().map(|i| i.addr);
     loop {
-        if check_ready(state, node, ready, addr)? {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if check_ready(state, node, ready, addr, left)? {
             return Ok(());
         }
         if let Some(child) = child.as_mut() {
@@ -349,11 +350,14 @@ fn describe_ready(ready: &Ready) -> String {
     }
 }
 
+/// One look at whether node `node` is ready; a `ready` command is given `left`, the time the
+/// node has left to be ready, and killed past it (a command that hangs must not hang `up`).
 fn check_ready(
     state: &LabState,
     node: usize,
     ready: &Ready,
     addr: Option<std::net::Ipv4Addr>,
+    left: Duration,
 ) -> Result<bool> {
     let netns = state.netns(node);
     match ready {
@@ -368,7 +372,8 @@ fn check_ready(
             })
         }
         Ready::Command(argv) => {
-            let mut full = vec!["ip", "netns", "exec", &netns];
+            let limit = format!("{:.3}", left.as_secs_f64().max(0.1));
+            let mut full = vec!["ip", "netns", "exec", &netns, "timeout", "-k", "1", &limit];
             full.extend(argv.iter().map(String::as_str));
             Ok(sys::run(&full, None).is_ok())
         }

@@ -81,15 +81,21 @@ pub fn spawn(
                 log_tail()
             ));
         }
-        if Instant::now() > deadline {
-            sys::signal_group(child.id() as i32, libc::SIGKILL);
-            let _ = child.wait();
-            return err(format!(
+        let failed = if Instant::now() > deadline {
+            Some(Error(format!(
                 "the link shaper was not ready within 10 s:\n{}",
                 log_tail()
-            ));
+            )))
+        } else {
+            super::interrupt::check().err()
+        };
+        if let Some(error) = failed {
+            // Not in the lab's state yet, and in a session of its own (a Ctrl-C at the
+            // terminal does not reach it): nothing else would ever stop it.
+            sys::signal_group(child.id() as i32, libc::SIGKILL);
+            let _ = child.wait();
+            return Err(error);
         }
-        super::interrupt::check()?;
         std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -186,9 +186,17 @@ impl LabState {
     /// the topology's `env` values and the nodes' keys.
     pub fn create(&self) -> Result<()> {
         let dir = lab_dir(&self.lab)?;
-        std::fs::create_dir_all(STATE_ROOT)
-            .map_err(|e| Error(format!("creating {STATE_ROOT}: {e}")))?;
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        let mut made = Err(io::Error::from(io::ErrorKind::NotFound));
+        // A `clean` removes the state root when it has emptied it: make it again, a few times.
+        for _ in 0..3 {
+            std::fs::create_dir_all(STATE_ROOT)
+                .map_err(|e| Error(format!("creating {STATE_ROOT}: {e}")))?;
+            made = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+            if !matches!(&made, Err(e) if e.kind() == io::ErrorKind::NotFound) {
+                break;
+            }
+        }
+        match made {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 return sys::err(format!(
@@ -234,7 +242,8 @@ impl LabState {
     pub fn load(lab: &str) -> io::Result<LabState> {
         let dir = lab_dir(lab).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
         let path = dir.join(STATE_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        check_private(&dir)?;
+        let text = crate::regular_file::read_regular(&path, MAX_STATE).map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
                 io::Error::new(
                     io::ErrorKind::NotFound,
@@ -322,6 +331,31 @@ impl LabState {
             d.segment == segment && self.topology.segments[segment].members[d.member] == sender
         })
     }
+}
+
+/// The largest state file read: a 1000-node lab's is a few MB.
+const MAX_STATE: u64 = 64 << 20;
+
+/// Refuses a state directory another user owns or could write: root acts on what the state
+/// says (namespaces, interfaces, pids, commands), so only what root wrote may say it. One that
+/// does not exist is left to the read, which names it.
+fn check_private(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return Ok(());
+    };
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != euid || meta.mode() & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not a directory of this user's that only it can write; refusing its state",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Takes the state lock of the lab whose state directory is `dir` (`DIR/state.lock`), waiting

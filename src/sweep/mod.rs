@@ -5,6 +5,7 @@ pub mod grid;
 pub mod plot;
 pub mod table;
 
+use crate::lab::file_lock::FileLock;
 use crate::run::summary::RunSummary;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,6 +40,9 @@ pub struct SweepOptions {
 /// The file in a sweep's directory that records what defines its runs, so `--resume` can tell
 /// it is continuing the same sweep.
 pub const PLAN_FILE: &str = "sweep.json";
+
+/// The lock a sweep holds on its directory while it runs.
+const LOCK_FILE: &str = "sweep.lock";
 
 /// The most bytes read of a sweep's own files (`sweep.json`, a run's `summary.json`).
 const MAX_SWEEP_FILE: u64 = 64 << 20;
@@ -100,6 +104,20 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     if options.replot {
         return collect(options, &runs, &runs_dir, Duration::ZERO, &[]);
     }
+    // One sweep at a time in a directory: a second (or a --resume while the first runs) would
+    // start runs over in directories the first's runs write.
+    std::fs::create_dir_all(&options.out_dir)
+        .map_err(|e| format!("{}: {e}", options.out_dir.display()))?;
+    let lock_path = options.out_dir.join(LOCK_FILE);
+    let _lock = FileLock::try_take(&lock_path)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| {
+            format!(
+                "another sweep is running in {} (it holds {})",
+                options.out_dir.display(),
+                lock_path.display()
+            )
+        })?;
     if options.resume {
         check_resumable(options)?;
     } else if options.out_dir.join(PLAN_FILE).symlink_metadata().is_ok() {
@@ -353,5 +371,20 @@ mod tests {
             .unwrap_err()
             .contains("sweep.json"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A sweep whose directory another sweep holds is refused before it reads or writes there.
+    #[test]
+    fn a_sweep_refuses_a_directory_another_sweep_runs_in() {
+        let dir = crate::testing::TempDir::new("sweep-lock");
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let held = FileLock::try_take(&dir.0.join(LOCK_FILE)).unwrap().unwrap();
+        let refused = sweep(&options(dir.0.clone(), &["0ms"])).unwrap_err();
+        assert!(refused.contains("another sweep is running in"), "{refused}");
+        assert!(!dir.0.join("runs").exists());
+        drop(held);
+        // Free, it gets as far as the plan: this one resumes nothing.
+        let next = sweep(&options(dir.0.clone(), &["0ms"])).unwrap_err();
+        assert!(next.contains("sweep.json"), "{next}");
     }
 }

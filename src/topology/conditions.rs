@@ -88,11 +88,11 @@ fn leave_lans(table: &mut DeTable, removed: &[String]) {
     }
 }
 
-/// True if a link's endpoints or a timeline event's `link`, `from`, `stop` or `start` name a
-/// removed node.
+/// True if a link's endpoints or a timeline event's `link`, `from`, `stop`, `start` or
+/// `signal` name a removed node.
 fn names_any(table: &DeTable, removed: &[String]) -> bool {
     let is_removed = |value: &DeValue| matches!(value, DeValue::String(s) if removed.iter().any(|r| r == s.as_ref()));
-    ["endpoints", "link", "from", "stop", "start"]
+    ["endpoints", "link", "from", "stop", "start", "signal"]
         .iter()
         .filter_map(|key| table.get(*key))
         .any(|value| match value.get_ref() {

@@ -157,7 +157,7 @@ fn read_program(table: &DeTable, diags: &mut Diags) -> Option<Program> {
         None => None,
     };
     let command = match table.get("command") {
-        Some(value) => Some(reader::strings(value, "command", diags)?),
+        Some(value) => Some(argv(value, diags)?),
         None => None,
     };
     if let Some(config) = table.get("config") {
@@ -199,15 +199,7 @@ fn read_program(table: &DeTable, diags: &mut Diags) -> Option<Program> {
                 config,
             })
         }
-        (None, Some(command)) => {
-            if command[0].get_ref().trim().is_empty() {
-                diags.at(&command[0].span(), "the program to run is empty");
-                return None;
-            }
-            Some(Program::Command {
-                argv: command.into_iter().map(Spanned::into_inner).collect(),
-            })
-        }
+        (None, Some(argv)) => Some(Program::Command { argv }),
         (None, None) => Some(Program::None),
     }
 }
@@ -242,12 +234,7 @@ fn read_ready(value: &Value, diags: &mut Diags) -> Option<Ready> {
                 }
             }
         }
-        (None, Some(command)) => {
-            let argv = reader::strings(command, "command", diags)?;
-            Some(Ready::Command(
-                argv.into_iter().map(Spanned::into_inner).collect(),
-            ))
-        }
+        (None, Some(command)) => Some(Ready::Command(argv(command, diags)?)),
         (Some(_), Some(command)) => {
             diags.at(
                 &command.span(),
@@ -263,6 +250,21 @@ fn read_ready(value: &Value, diags: &mut Diags) -> Option<Ready> {
             None
         }
     }
+}
+
+/// A `command`: a program that is not empty, and no NUL byte anywhere (no argument can hold
+/// one, so it would only fail once the lab is built).
+fn argv(value: &Value, diags: &mut Diags) -> Option<Vec<String>> {
+    let argv = reader::strings(value, "command", diags)?;
+    if argv[0].get_ref().trim().is_empty() {
+        diags.at(&argv[0].span(), "the program to run is empty");
+        return None;
+    }
+    if let Some(nul) = argv.iter().find(|a| a.get_ref().contains('\0')) {
+        diags.at(&nul.span(), "a command's argument cannot hold a NUL byte");
+        return None;
+    }
+    Some(argv.into_iter().map(Spanned::into_inner).collect())
 }
 
 fn read_timeout(value: &Value, diags: &mut Diags) -> Option<u64> {
@@ -294,6 +296,10 @@ fn read_env(value: &Value, diags: &mut Diags) -> Option<BTreeMap<String, String>
             complete = false;
         }
         match reader::string(value, name, diags) {
+            Some(text) if text.get_ref().contains('\0') => {
+                diags.at(&text.span(), "an environment value cannot hold a NUL byte");
+                complete = false;
+            }
             Some(text) => {
                 env.insert(name.to_string(), text.into_inner());
             }

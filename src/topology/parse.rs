@@ -11,7 +11,7 @@ use super::names::{check_lab_name, NodeNames};
 use super::nodes::read_nodes;
 use super::reader::{self, check_keys};
 use super::routes::compute_routes;
-use super::segments::{read_lans, read_links};
+use super::segments::{check_unique_names, read_lans, read_links};
 use super::timeline::read_timeline;
 use super::vars::{program_only_vars, read_vars, substitute};
 use std::collections::BTreeSet;
@@ -85,6 +85,7 @@ fn parse_with(
         .collect();
     let mut raw_segments = read_links(&root, &names, &mut diags);
     raw_segments.extend(read_lans(&root, &names, &mut diags));
+    check_unique_names(&raw_segments, &mut diags);
     let timeline = read_timeline(&root, &names, &programs, &raw_segments, &mut diags);
     if !diags.is_empty() {
         return Err(diags.into_error(source));

@@ -21,6 +21,28 @@ fn keys(extra: &[&'static str]) -> Vec<&'static str> {
         .collect()
 }
 
+/// Reports a segment whose name another already has: a link is named `A-B` after its nodes,
+/// so a LAN `a-b`, or links `a-b`–`c` and `a`–`b-c`, would share one; their directions,
+/// networks and counters are named after it.
+pub(crate) fn check_unique_names(segments: &[RawSegment], diags: &mut Diags) {
+    let mut first: HashMap<&str, &RawSegment> = HashMap::new();
+    for segment in segments {
+        if let Some(earlier) = first.get(segment.name.as_str()) {
+            diags.at(
+                &segment.span,
+                format!(
+                    "{} has the name of {} (line {}): rename a node, or the LAN",
+                    segment.describe(),
+                    earlier.describe(),
+                    diags.line_of(&earlier.span)
+                ),
+            );
+        } else {
+            first.insert(&segment.name, segment);
+        }
+    }
+}
+
 /// Every `[[links]]` entry whose endpoints resolve, in file order.
 pub(crate) fn read_links(root: &DeTable, names: &NodeNames, diags: &mut Diags) -> Vec<RawSegment> {
     let Some(value) = root.get("links") else {

@@ -278,8 +278,8 @@ fn every_emitted_value_round_trips_through_the_units() {
         );
     }
     for bps in [
-        1,
         8,
+        9,
         1_000,
         64_000,
         5_000_000,

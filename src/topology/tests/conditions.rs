@@ -30,6 +30,9 @@ stop = "c1"
 at = "2s"
 link = ["hub", "c2"]
 delay = "5ms"
+[[timeline]]
+at = "3s"
+signal = "c1"
 "#;
 
 fn node_names(set: &[(String, String)]) -> Vec<String> {
@@ -60,9 +63,16 @@ fn a_failing_condition_removes_the_node_its_links_and_events() {
         .find(|s| s.name == "office")
         .unwrap();
     assert_eq!(lan.members.len(), 2);
-    assert_eq!(topology.timeline.len(), 1);
+    assert_eq!(topology.timeline.len(), 2, "c1's stop and signal stay");
     let two = [("policy".to_string(), "two".to_string())];
     assert_eq!(node_names(&two), ["server", "hub", "c2"]);
+    // Without c1, the events that stop and signal it went too.
+    let options = LoadOptions {
+        name: None,
+        set: &two,
+    };
+    let topology = parse(VARIANTS, "t.toml", &options).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(topology.timeline.len(), 1);
 }
 
 #[test]

@@ -193,6 +193,61 @@ members = ["a", "b"]
     );
 }
 
+/// Programs that could not run are refused where they are written: an empty one, or one
+/// with a NUL byte in an argument or its environment.
+#[test]
+fn empty_programs_and_nul_bytes_are_refused() {
+    let text = r#"name = "t"
+[nodes.a]
+command = ["sleep", "1\u0000"]
+env = { X = "1\u0000" }
+[nodes.b]
+command = ["sleep", "1"]
+ready = { command = [" "] }
+[[links]]
+endpoints = ["a", "b"]
+"#;
+    assert_eq!(
+        errors(text),
+        "t.toml:3:21: a command's argument cannot hold a NUL byte\n\
+         t.toml:4:13: an environment value cannot hold a NUL byte\n\
+         t.toml:7:22: the program to run is empty"
+    );
+}
+
+/// A link is named after its nodes, so a LAN, or another link, could take its name.
+#[test]
+fn a_segment_cannot_take_another_ones_name() {
+    let lan = r#"name = "t"
+[nodes.a]
+[nodes.b]
+[nodes.c]
+[[links]]
+endpoints = ["a", "b"]
+[[lans]]
+name = "a-b"
+members = ["a", "c"]
+"#;
+    assert_eq!(
+        errors(lan),
+        "t.toml:7:1: LAN a-b has the name of link a-b (line 5): rename a node, or the LAN"
+    );
+    let links = r#"name = "t"
+[nodes.a]
+[nodes.c]
+[nodes.a-b]
+[nodes.b-c]
+[[links]]
+endpoints = ["a-b", "c"]
+[[links]]
+endpoints = ["a", "b-c"]
+"#;
+    assert_eq!(
+        errors(links),
+        "t.toml:8:1: link a-b-c has the name of link a-b-c (line 6): rename a node, or the LAN"
+    );
+}
+
 #[test]
 fn bad_impairment_values() {
     let text = r#"name = "t"
