@@ -354,7 +354,8 @@ pub async fn run(config: PeerConfig, start: Start) -> Result<(), String> {
         access_log: false,
     };
     let server = spawn_http(any_address(config.port), handler, options, None).await?;
-    let reporter = tokio::spawn(report_cache(shared.clone()));
+    // Subscribed before the play starts, so the first download's set is not missed.
+    let reporter = tokio::spawn(report_cache(shared.clone(), shared.cached.subscribe()));
     let result = tokio::select! {
         result = play(shared.clone()) => result,
         signal = start.shutdown.signal() => Err(format!("stopped by {signal} before the end")),
@@ -373,8 +374,7 @@ pub async fn run(config: PeerConfig, start: Start) -> Result<(), String> {
 /// Tells the tracker what the cache holds whenever a download changed it: the latest set only
 /// (each replaces the last at the tracker), so reports never pile up behind a slow tracker;
 /// one that fails is sent again, as it then is, a slot later.
-async fn report_cache(node: Arc<Node>) {
-    let mut cached = node.cached.subscribe();
+async fn report_cache(node: Arc<Node>, mut cached: tokio::sync::watch::Receiver<Vec<u32>>) {
     let mut resend = false;
     loop {
         if !resend && cached.changed().await.is_err() {
