@@ -251,7 +251,7 @@ pub fn forget_ended(state: &mut LabState, node: usize) -> Result<Option<String>>
 /// How a process that is no longer alive ended: `exited with status N`, `was killed by signal
 /// N (NAME)`, or `is gone` when that cannot be told (not this process's child, or reaped
 /// already: its pid may be another process's by now).
-fn how_ended(record: &ProcessRecord) -> String {
+pub fn how_ended(record: &ProcessRecord) -> String {
     let ours = sys::process_start_time(record.pid) == Some(record.start_time);
     ours.then(|| sys::reap_exit(record.pid, Duration::from_secs(2)))
         .flatten()

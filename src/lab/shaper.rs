@@ -114,11 +114,7 @@ pub fn check_alive(state: &LabState) -> Result<()> {
     }
     // The shaper is dead or dying (its last threads still ending): wait, bounded, for how it
     // ended, unless its pid is already another process's (it was reaped elsewhere).
-    let still_its_pid = sys::process_start_time(shaper.pid).is_none_or(|t| t == shaper.start_time);
-    let how = still_its_pid
-        .then(|| sys::reap_exit(shaper.pid, Duration::from_secs(2)))
-        .flatten()
-        .unwrap_or_else(|| "is gone".to_string());
+    let how = process::how_ended(shaper);
     let log = state.logs_dir().join("shaper.log");
     err(format!(
         "the link shaper of lab `{}` (cdnlab-shaper, pid {}) {how}; without it the lab's impaired links carry no traffic, so the lab is stopped. The end of {}:\n{}",
