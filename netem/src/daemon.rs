@@ -43,7 +43,6 @@ pub use crate::daemon_config::{
     DaemonConfig, QueueSpec, DEFAULT_FIFO_PRIORITY, DEFAULT_KEEP_AWAKE_BUDGET_PERCENT,
     DEFAULT_KEEP_AWAKE_NS, DEFAULT_RELEASE_WINDOW_NS,
 };
-use crate::daemon_control::check_impairments;
 pub use crate::daemon_control::{
     parse_request, request, DaemonStatus, KeeperStatus, QueueStatus, Request, Response,
 };
@@ -710,7 +709,7 @@ impl Daemon {
         match request {
             Request::Ping => Response::ok(),
             Request::Set { id, impairments } => {
-                if let Err(e) = check_impairments(&impairments) {
+                if let Err(e) = impairments.check() {
                     return Response::error(format!("queue `{id}`: impairments: {e}"));
                 }
                 match self.queues.iter().position(|q| q.id == id) {

@@ -1,7 +1,6 @@
 //! The shaper daemon's configuration file (`cdnlab-shaper --config FILE`), as JSON:
 //! the control socket, and every queue (link direction) with its namespace and impairments.
 
-use crate::daemon_control::check_impairments;
 use crate::params::Impairments;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -161,7 +160,9 @@ impl DaemonConfig {
                     other.id, queue.id, queue.queue_num
                 ));
             }
-            check_impairments(&queue.impairments)
+            queue
+                .impairments
+                .check()
                 .map_err(|e| format!("queue `{}`: impairments: {e}", queue.id))?;
         }
         Ok(())

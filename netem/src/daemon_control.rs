@@ -3,7 +3,7 @@
 //! link at run time and to read its counters.
 
 use crate::daemon_schedule::{ArrivalStats, Lateness};
-use crate::params::{check_limit, Impairments};
+use crate::params::Impairments;
 use crate::shaper::ShaperStats;
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, BufReader, Write};
@@ -140,23 +140,6 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
     serde_json::from_str(line.trim()).map_err(|e| format!("bad request `{}`: {e}", line.trim()))
 }
 
-/// Refuses impairments the shaper would silently clamp or misread: probabilities outside
-/// [0, 1] and a queue limit of 0 or above what the kernel's queue holds.
-pub fn check_impairments(impairments: &Impairments) -> Result<(), String> {
-    let probabilities = [
-        ("loss", impairments.loss),
-        ("loss_correlation", impairments.loss_correlation),
-        ("delay_correlation", impairments.delay_correlation),
-    ];
-    for (name, value) in probabilities {
-        if !(0.0..=1.0).contains(&value) {
-            return Err(format!("{name} {value} is outside 0..=1"));
-        }
-    }
-    check_limit(impairments.limit).map_err(|e| e.0)?;
-    Ok(())
-}
-
 /// Sends one request to the daemon at `socket_path` and reads its response. A response with
 /// `ok: false` is returned as it is; [`Response::into_result`] turns it into an error.
 pub fn request(socket_path: &Path, request: &Request) -> io::Result<Response> {
@@ -197,7 +180,6 @@ pub fn request(socket_path: &Path, request: &Request) -> io::Result<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::MAX_LIMIT;
 
     #[test]
     fn parses_the_three_requests() {
@@ -271,38 +253,5 @@ mod tests {
         );
         let back: Response = serde_json::from_str(r#"{"ok":false,"error":"e"}"#).unwrap();
         assert_eq!(back.into_result().unwrap_err().to_string(), "e");
-    }
-
-    #[test]
-    fn impairment_checks() {
-        assert_eq!(check_impairments(&Impairments::default()), Ok(()));
-        let bad = Impairments {
-            loss: 1.5,
-            ..Impairments::default()
-        };
-        assert!(check_impairments(&bad).unwrap_err().contains("loss 1.5"));
-        let bad = Impairments {
-            delay_correlation: f64::NAN,
-            ..Impairments::default()
-        };
-        assert!(check_impairments(&bad)
-            .unwrap_err()
-            .contains("delay_correlation"));
-        let bad = Impairments {
-            limit: 0,
-            ..Impairments::default()
-        };
-        assert!(check_impairments(&bad).is_err());
-        let at_most = Impairments {
-            limit: MAX_LIMIT,
-            ..Impairments::default()
-        };
-        assert_eq!(check_impairments(&at_most), Ok(()));
-        let too_many = Impairments {
-            limit: MAX_LIMIT + 1,
-            ..Impairments::default()
-        };
-        let err = check_impairments(&too_many).unwrap_err();
-        assert!(err.contains("65537") && err.contains("65536"), "{err}");
     }
 }

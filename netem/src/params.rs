@@ -100,6 +100,43 @@ impl Impairments {
     pub fn is_none(&self) -> bool {
         self.delay_ns == 0 && self.jitter_ns == 0 && self.loss == 0.0 && self.rate_bps.is_none()
     }
+
+    /// Refuses impairments a backend would silently clamp, misread or refuse: probabilities
+    /// outside [0, 1], a queue limit of 0 or above what the kernel's queue holds, and a jitter
+    /// table (`distribution` other than uniform) without a delay, which tc refuses
+    /// ("distribution specified but no latency and jitter values"). The one rule the
+    /// topology, `cdnlab link set`, the timeline and both backends share, so a change one
+    /// backend takes the other does not refuse.
+    pub fn check(&self) -> Result<(), String> {
+        let probabilities = [
+            ("loss", self.loss),
+            ("loss_correlation", self.loss_correlation),
+            ("delay_correlation", self.delay_correlation),
+        ];
+        for (name, value) in probabilities {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(format!("{name} {value} is outside 0..=1"));
+            }
+        }
+        check_limit(self.limit).map_err(|e| e.0)?;
+        if let Some(distribution) = self.table_distribution() {
+            if self.delay_ns == 0 {
+                return Err(format!(
+                    "jitter with `distribution {}` needs a delay above 0 (tc refuses a \
+                     distribution table without one)",
+                    distribution.name()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The delay table tc would load: only with jitter, and none for uniform (the kernel's
+    /// default; iproute2 has no `uniform.dist`).
+    pub fn table_distribution(&self) -> Option<Distribution> {
+        self.distribution
+            .filter(|d| self.jitter_ns > 0 && *d != Distribution::Uniform)
+    }
 }
 
 /// tc-netem's own words for the impairments (`delay 50ms 5ms distribution normal loss 1% rate 5mbit limit 1000`).
@@ -173,5 +210,68 @@ impl ImpairmentsChange {
 
     pub fn is_empty(&self) -> bool {
         *self == ImpairmentsChange::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impairment_checks() {
+        assert_eq!(Impairments::default().check(), Ok(()));
+        let bad = Impairments {
+            loss: 1.5,
+            ..Impairments::default()
+        };
+        assert!(bad.check().unwrap_err().contains("loss 1.5"));
+        let bad = Impairments {
+            delay_correlation: f64::NAN,
+            ..Impairments::default()
+        };
+        assert!(bad.check().unwrap_err().contains("delay_correlation"));
+        let bad = Impairments {
+            limit: 0,
+            ..Impairments::default()
+        };
+        assert!(bad.check().is_err());
+        let at_most = Impairments {
+            limit: MAX_LIMIT,
+            ..Impairments::default()
+        };
+        assert_eq!(at_most.check(), Ok(()));
+        let too_many = Impairments {
+            limit: MAX_LIMIT + 1,
+            ..Impairments::default()
+        };
+        let err = too_many.check().unwrap_err();
+        assert!(err.contains("65537") && err.contains("65536"), "{err}");
+    }
+
+    /// A jitter table needs a delay, as tc says; uniform jitter has no table and needs none,
+    /// and a distribution without jitter loads no table either.
+    #[test]
+    fn a_distribution_table_needs_a_delay() {
+        let jitter = |delay_ns, distribution| Impairments {
+            delay_ns,
+            jitter_ns: 2_000_000,
+            distribution: Some(distribution),
+            ..Impairments::default()
+        };
+        for d in [
+            Distribution::Normal,
+            Distribution::Pareto,
+            Distribution::Paretonormal,
+        ] {
+            let err = jitter(0, d).check().unwrap_err();
+            assert!(err.contains(d.name()) && err.contains("delay"), "{err}");
+            assert_eq!(jitter(1, d).check(), Ok(()));
+        }
+        assert_eq!(jitter(0, Distribution::Uniform).check(), Ok(()));
+        let no_jitter = Impairments {
+            jitter_ns: 0,
+            ..jitter(0, Distribution::Normal)
+        };
+        assert_eq!(no_jitter.check(), Ok(()));
     }
 }

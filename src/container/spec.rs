@@ -260,7 +260,9 @@ fn parse_keys<'a>(parts: impl Iterator<Item = &'a str>) -> Result<Impairments, S
         let lines: Vec<&str> = e.lines().map(|l| l.trim_start_matches("--")).collect();
         lines.join("; ")
     })?;
-    Ok(change.apply_to(&Impairments::default()))
+    let impairments = change.apply_to(&Impairments::default());
+    impairments.check()?;
+    Ok(impairments)
 }
 
 /// The `KEY=VALUE` parts that `parse_keys` reads back as `impairments` (`delay=10ms,rate=5mbit`;

@@ -3,7 +3,7 @@
 
 use super::addressing::{RawSegment, Subnet};
 use super::error::{Diags, Span};
-use super::impairments::{change_or_report, read_fields, IMPAIRMENT_KEYS};
+use super::impairments::{change_or_report, read_fields, ImpairmentFields, IMPAIRMENT_KEYS};
 use super::model::{NodeId, SegmentKind};
 use super::names::{check_node_name, NodeNames};
 use super::reader::{self, check_keys};
@@ -75,7 +75,7 @@ pub(crate) fn read_links(root: &DeTable, names: &NodeNames, diags: &mut Diags) -
         linked.insert(pair, endpoints);
         let members = vec![a, b];
         let name = format!("{}-{}", names.name(a), names.name(b));
-        let egress = read_egress(table, &members, "link", names, diags);
+        let egress = read_egress(table, &span, &members, "link", names, diags);
         let subnet = read_subnet(table, members.len(), "link", diags);
         links.push(RawSegment {
             name,
@@ -149,7 +149,7 @@ pub(crate) fn read_lans(root: &DeTable, names: &NodeNames, diags: &mut Diags) ->
             report_impairments(table, diags);
             continue;
         };
-        let egress = read_egress(table, &members, "LAN", names, diags);
+        let egress = read_egress(table, &span, &members, "LAN", names, diags);
         let subnet = read_subnet(table, members.len(), "LAN", diags);
         lans.push(RawSegment {
             name: name.into_inner(),
@@ -238,9 +238,13 @@ fn read_members(
 }
 
 /// Each member's egress impairments: the shared keys, with the member's `from.NODE` keys on top.
-/// Bad values are reported and leave the defaults in their place.
+/// Bad values, and impairments no backend takes together, are reported (at `span` when no
+/// key of theirs is to blame) and leave the defaults in their place. What is checked is each
+/// member's own whole: shared keys that only make sense with every member's override (a
+/// shared jitter table, each member's own delay) are fine.
 fn read_egress(
     table: &DeTable,
+    span: &Span,
     members: &[NodeId],
     what: &str,
     names: &NodeNames,
@@ -250,12 +254,33 @@ fn read_egress(
     let shared = change_or_report(&shared_fields, diags)
         .unwrap_or_default()
         .apply_to(&Impairments::default());
-    let mut egress = vec![shared.clone(); members.len()];
+    let mut egress: Vec<Option<Impairments>> = vec![None; members.len()];
+    read_overrides(table, &shared, members, what, names, &mut egress, diags);
+    // The members that take the shared keys as they are.
+    if egress.iter().any(Option::is_none) && !checked(&shared, &shared_fields, span, diags) {
+        return egress.into_iter().map(Option::unwrap_or_default).collect();
+    }
+    (egress.into_iter())
+        .map(|own| own.unwrap_or_else(|| shared.clone()))
+        .collect()
+}
+
+/// The `from.NODE` overrides on top of `shared`, into `egress` at each member's position
+/// (the defaults where an override is refused).
+fn read_overrides(
+    table: &DeTable,
+    shared: &Impairments,
+    members: &[NodeId],
+    what: &str,
+    names: &NodeNames,
+    egress: &mut [Option<Impairments>],
+    diags: &mut Diags,
+) {
     let Some(from) = table.get("from") else {
-        return egress;
+        return;
     };
     let Some(from) = reader::table(from, "from", diags) else {
-        return egress;
+        return;
     };
     for (key, value) in from.iter() {
         let name = Spanned::new(key.span(), key.get_ref().to_string());
@@ -285,11 +310,31 @@ fn read_egress(
             diags,
         );
         let fields = read_fields(overrides, diags);
-        if let Some(change) = change_or_report(&fields, diags) {
-            egress[position] = change.apply_to(&shared);
-        }
+        let own = change_or_report(&fields, diags)
+            .map(|change| change.apply_to(shared))
+            .filter(|own| checked(own, &fields, &key.span(), diags));
+        egress[position] = Some(own.unwrap_or_default());
     }
-    egress
+}
+
+/// Whether `impairments` are ones every backend takes ([`Impairments::check`]); if not, says
+/// why at the `distribution` or `delay` written, else at `span`.
+fn checked(
+    impairments: &Impairments,
+    fields: &ImpairmentFields,
+    span: &Span,
+    diags: &mut Diags,
+) -> bool {
+    let Err(message) = impairments.check() else {
+        return true;
+    };
+    let at = fields
+        .distribution
+        .as_ref()
+        .or(fields.delay.as_ref())
+        .map_or_else(|| span.clone(), |value| value.span());
+    diags.at(&at, message);
+    false
 }
 
 fn read_subnet(

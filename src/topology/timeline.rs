@@ -43,11 +43,51 @@ pub(crate) fn read_timeline(
         let at_ns = read_at(table, &span, diags);
         let action = context.read_action(table, &span, diags);
         if let (Some(at_ns), Some(action)) = (at_ns, action) {
-            events.push(TimelineEvent { at_ns, action });
+            events.push((span, TimelineEvent { at_ns, action }));
         }
     }
-    events.sort_by_key(|event| event.at_ns);
-    events
+    events.sort_by_key(|(_, event)| event.at_ns);
+    check_link_changes(&events, segments, names, diags);
+    events.into_iter().map(|(_, event)| event).collect()
+}
+
+/// Follows each direction's impairments through the timeline's changes in time order, and
+/// reports at its event a change that leaves a direction with impairments no backend takes
+/// ([`netem::Impairments::check`]: a jitter table whose delay the change takes to 0), so the
+/// file is refused before anything runs rather than the run failing halfway.
+fn check_link_changes(
+    events: &[(Span, TimelineEvent)],
+    segments: &[RawSegment],
+    names: &NodeNames,
+    diags: &mut Diags,
+) {
+    let mut egress: Vec<Vec<netem::Impairments>> =
+        segments.iter().map(|s| s.egress.clone()).collect();
+    for (span, event) in events {
+        let TimelineAction::SetLink {
+            segment,
+            from,
+            change,
+        } = &event.action
+        else {
+            continue;
+        };
+        for &node in from {
+            let members = &segments[*segment].members;
+            let Some(member) = members.iter().position(|&m| m == node) else {
+                continue;
+            };
+            let changed = change.apply_to(&egress[*segment][member]);
+            match changed.check() {
+                Ok(()) => egress[*segment][member] = changed,
+                Err(e) => {
+                    let from = names.name(node);
+                    diags.at(span, format!("after this change, what {from} sends: {e}"));
+                    break;
+                }
+            }
+        }
+    }
 }
 
 fn read_at(table: &DeTable, span: &Span, diags: &mut Diags) -> Option<u64> {

@@ -22,7 +22,7 @@
 //! truncating). The rate reaches the kernel in bytes per second
 //! (bits / 8, truncated), as the userspace shaper models it.
 
-use crate::params::{Distribution, Impairments};
+use crate::params::Impairments;
 use crate::units::{
     format_duration_ns, format_percent, format_rate_bps, parse_percent, parse_rate_bps,
 };
@@ -45,7 +45,7 @@ pub fn netem_qdisc_argv(ifname: &str, imp: &Impairments, replace: bool) -> Vec<S
         if imp.jitter_ns > 0 {
             argv.push(tc_time(imp.jitter_ns));
             argv.push(tc_percent(imp.delay_correlation));
-            if let Some(distribution) = table_distribution(imp) {
+            if let Some(distribution) = imp.table_distribution() {
                 argv.push("distribution".into());
                 argv.push(distribution.name().into());
             }
@@ -103,15 +103,9 @@ pub fn netem_apply_argvs(
             .into_iter()
             .collect());
     }
-    if next.delay_ns == 0 && table_distribution(next).is_some() {
-        return Err(TcRefusal(format!(
-            "jitter with `distribution {}` needs a delay above 0: tc refuses it (\"distribution \
-             specified but no latency and jitter values\")",
-            table_distribution(next).map_or("", Distribution::name)
-        )));
-    }
+    next.check().map_err(TcRefusal)?;
     let leaves_state_behind = current.is_some_and(|current| {
-        (table_distribution(current).is_some() && table_distribution(next).is_none())
+        (current.table_distribution().is_some() && next.table_distribution().is_none())
             || (current.rate_bps.is_some() && next.rate_bps.is_none())
     });
     let mut argvs = Vec::new();
@@ -120,13 +114,6 @@ pub fn netem_apply_argvs(
     }
     argvs.push(netem_qdisc_argv(ifname, next, true));
     Ok(argvs)
-}
-
-/// The table tc would load for `imp`: only with jitter, and none for uniform (the kernel's
-/// default; iproute2 has no `uniform.dist`).
-fn table_distribution(imp: &Impairments) -> Option<Distribution> {
-    imp.distribution
-        .filter(|d| imp.jitter_ns > 0 && *d != Distribution::Uniform)
 }
 
 /// A time every tc version reads back as `ns` (whole microseconds for older tc): the

@@ -1,6 +1,7 @@
 //! Tests of the tc command generation.
 
 use super::*;
+use crate::params::Distribution;
 use crate::shaper_random::probability_to_u32;
 use crate::units::parse_duration_ns;
 

@@ -277,6 +277,59 @@ from.a = { loss_correlation = "x%" }
     );
 }
 
+/// A jitter table without a delay is refused where it is written, shared or per sender, as tc
+/// would refuse it on a kernel with netem: a file means the same on either backend.
+#[test]
+fn a_distribution_table_without_a_delay() {
+    let text = r#"name = "t"
+[nodes.a]
+[nodes.b]
+[nodes.c]
+[[links]]
+endpoints = ["a", "b"]
+jitter = "2ms"
+distribution = "normal"
+[[links]]
+endpoints = ["b", "c"]
+delay = "5ms"
+jitter = "2ms"
+distribution = "pareto"
+from.c = { delay = "0ms" }
+[[links]]
+endpoints = ["a", "c"]
+delay = "5ms"
+[[timeline]]
+at = "2s"
+link = ["a", "c"]
+jitter = "1ms"
+distribution = "paretonormal"
+[[timeline]]
+at = "1s"
+link = ["a", "c"]
+from = "c"
+delay = "0ms"
+[[lans]]
+name = "office"
+members = ["a", "b", "c"]
+jitter = "2ms"
+distribution = "normal"
+from.a = { delay = "1ms" }
+from.b = { delay = "2ms" }
+from.c = { delay = "3ms" }
+"#;
+    // The 2 s change comes after the 1 s one, which took c's delay away: it is the one refused.
+    // The LAN's shared keys hold a table without a delay, but each member gives its own.
+    assert_eq!(
+        errors(text),
+        "t.toml:8:16: jitter with `distribution normal` needs a delay above 0 (tc refuses a \
+         distribution table without one)\n\
+         t.toml:14:20: jitter with `distribution pareto` needs a delay above 0 (tc refuses a \
+         distribution table without one)\n\
+         t.toml:18:1: after this change, what c sends: jitter with `distribution paretonormal` \
+         needs a delay above 0 (tc refuses a distribution table without one)"
+    );
+}
+
 #[test]
 fn bad_limits_and_times() {
     let text = r#"name = "t"
