@@ -715,6 +715,129 @@ fn kernel_counters_are_what_tc_shows() {
     assert!(ours.packets >= 300 && ours.bytes >= 300 * 1400, "{ours:?}");
 }
 
+/// `link set` on both directions of a link. A change one direction cannot take (a jitter table
+/// with no delay, which tc refuses) is refused before either is touched. A change that fails at
+/// the second direction keeps the first one's change recorded and the second as it was: here
+/// the second's queue rule is removed behind the lab's back, so taking its delay away fails
+/// when the rule is to go.
+fn a_link_change_that_fails_halfway_keeps_what_it_changed() {
+    let lab = Lab::new(
+        "t-halfway",
+        r#"
+[nodes.a]
+[nodes.b]
+[[links]]
+endpoints = ["a", "b"]
+delay = "5ms"
+from.b = { jitter = "1ms", distribution = "normal" }
+"#,
+    );
+    // The queue rules are the userspace backend's, whatever this kernel has.
+    let topology = lab.topology();
+    run_ok(&[
+        "up",
+        topology.to_str().unwrap(),
+        "--link-backend",
+        "userspace",
+    ]);
+    let impairments = || -> Vec<(String, String)> {
+        let status = lab.status_json();
+        let links = status["links"].as_array().expect("links").clone();
+        links
+            .iter()
+            .map(|l| {
+                (
+                    l["from"].as_str().unwrap().to_string(),
+                    l["impairments"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let before = vec![
+        ("a".to_string(), "delay 5ms".to_string()),
+        (
+            "b".to_string(),
+            "delay 5ms 1ms distribution normal".to_string(),
+        ),
+    ];
+    assert_eq!(impairments(), before);
+    let set = |flags: &[&str]| {
+        let mut args = vec!["link", "set", "--lab", &lab.name, "a", "b"];
+        args.extend(flags);
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "link set {flags:?}: {stderr}");
+        stderr
+    };
+
+    let refused = set(&["--delay", "0ms"]);
+    assert!(
+        refused.contains("distribution normal` needs a delay above 0")
+            && refused.contains("nothing was changed"),
+        "{refused}"
+    );
+    assert_eq!(impairments(), before);
+
+    // b→a's queue rule, as the lab's state names it, goes.
+    let state_path = format!("/run/cdnlab/{}/state.json", lab.name);
+    let state = common::read_json(std::path::Path::new(&state_path)).expect("the lab's state");
+    let b_to_a = &state["directions"][1];
+    assert_eq!(b_to_a["member"], 1, "{state}");
+    let netns = b_to_a["queue_netns"].as_str().expect("queue_netns");
+    let queue_num = format!("--queue-num {}", b_to_a["queue_num"]);
+    let a_to_b = &state["directions"][0];
+    assert_eq!(a_to_b["queue_netns"], netns, "{state}");
+    let a_to_b_queue = format!("--queue-num {}", a_to_b["queue_num"]);
+    let iptables = |args: &[&str]| {
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                netns,
+                "iptables-legacy",
+                "-w",
+                "10",
+                "-t",
+                "raw",
+            ])
+            .args(args)
+            .output()
+            .expect("iptables runs")
+    };
+    let listed = String::from_utf8_lossy(&iptables(&["-S", "PREROUTING"]).stdout).into_owned();
+    let rule = listed
+        .lines()
+        .find(|l| l.ends_with(&queue_num))
+        .unwrap_or_else(|| panic!("no rule with `{queue_num}` in {netns}:\n{listed}"));
+    let delete = rule.replacen("-A", "-D", 1);
+    let delete: Vec<&str> = delete.split(' ').collect();
+    assert!(iptables(&delete).status.success(), "deleting `{rule}`");
+
+    let failed = set(&["--delay", "0ms", "--jitter", "0ms"]);
+    assert!(failed.contains("iptables"), "{failed}");
+    // a→b was changed whole: unimpaired, its traffic no longer goes through the shaper.
+    let listed = String::from_utf8_lossy(&iptables(&["-S", "PREROUTING"]).stdout).into_owned();
+    assert!(
+        !listed.lines().any(|l| l.ends_with(&a_to_b_queue)),
+        "a→b's rule is left:\n{listed}"
+    );
+    assert_eq!(
+        impairments(),
+        vec![
+            ("a".to_string(), "none".to_string()),
+            (
+                "b".to_string(),
+                "delay 5ms 1ms distribution normal".to_string()
+            ),
+        ]
+    );
+    let events = std::fs::read_to_string(format!("/run/cdnlab/{}/events.jsonl", lab.name))
+        .expect("the lab's events");
+    let changes: Vec<&str> = events.lines().filter(|l| l.contains("link_set")).collect();
+    assert_eq!(changes.len(), 1, "{events}");
+    assert!(changes[0].contains("\"impairments\":\"none\""), "{events}");
+}
+
 /// `cdnlab capture` writes both directions of a link as their receivers got them: tcpdump reads
 /// the file, and its timestamps show each direction's delay. a→b carries 5 ms and b→a 15 ms, so
 /// each echo reply reaches a 15 ms after its request reached b, and ping's round trip less
@@ -1073,6 +1196,7 @@ tests!(
         scripts_change_delay_and_bandwidth,
         rust_log_in_a_nodes_env_gives_timestamped_debug_lines,
         sweep_resume_runs_only_what_did_not_finish,
+        a_link_change_that_fails_halfway_keeps_what_it_changed,
         run_into_a_directory_that_holds_files_is_refused_and_touches_nothing;
     Needs::root(&["ip", "iptables-legacy", "ping"]) =>
         plain_ping_shows_the_configured_round_trip;

@@ -1,10 +1,9 @@
 //! `cdnlab link set|show|reset`: read and change impairments while the lab runs.
 
 use super::{load_lab, node_names, usage_error, Failure, LabFlag};
-use crate::lab::{self, events, links, LabState};
+use crate::lab::{self, LabState};
 use crate::topology::{self, SegmentKind};
 use clap::{Args, Subcommand};
-use netem::Impairments;
 
 #[derive(Subcommand)]
 pub enum LinkVerb {
@@ -157,20 +156,7 @@ fn reset(lab: &str, a: Option<String>, b: Option<String>) -> Result<(), Failure>
             ))
         }
     };
-    state.update(|state| {
-        for segment in segments {
-            for index in 0..state.directions.len() {
-                if state.directions[index].segment == segment {
-                    links::set_direction(state, index, Impairments::default())?;
-                }
-            }
-            events::record(
-                state,
-                serde_json::json!({"event": "link_reset", "segment": state.topology.segments[segment].name}),
-            )?;
-        }
-        Ok(())
-    })?;
+    lab::control::reset_segments(&mut state, &segments)?;
     super::status::print_links(&state, false)
 }
 

@@ -8,8 +8,8 @@
 
 use super::spec::NetSpec;
 use crate::lab::links::{
-    apply_netem, choose_backend_with, ingress_queue_rule, update_queue_rule, IPTABLES,
-    IPTABLES_WAIT,
+    apply_netem, change_netem, change_shaped, choose_backend_with, ingress_queue_rule,
+    update_queue_rule, IPTABLES, IPTABLES_WAIT,
 };
 use crate::lab::shaper;
 use crate::lab::sys::{self, Error, Result};
@@ -258,42 +258,70 @@ fn append_queue_rule(rule: &str) -> Result<()> {
     sys::run(&argv, None).map(|_| ())
 }
 
-/// Changes network `name`'s impairments at run time and saves the state; returns them.
+/// Changes network `name`'s impairments at run time and saves the state; returns them. The
+/// change is checked on the network and each sender first, so one some part cannot take
+/// changes nothing; if a step then fails, what the steps before it changed is saved.
 pub fn set(
     state: &mut ContainerState,
     name: &str,
     change: &ImpairmentsChange,
 ) -> Result<Impairments> {
     let index = state.net_index(name)?;
+    let new = change.apply_to(&state.nets[index].impairments);
+    // The senders' own queues are the userspace backend's; the kernel's one qdisc has none.
+    let senders: Vec<Impairments> = match state.backend {
+        Backend::Userspace => (state.nets[index].senders.iter())
+            .map(|sender| change.apply_to(&sender.impairments))
+            .collect(),
+        Backend::Kernel => Vec::new(),
+    };
+    for impairments in std::iter::once(&new).chain(&senders) {
+        impairments
+            .check()
+            .map_err(|e| Error(format!("network `{name}`: {e}; nothing was changed")))?;
+    }
+    let applied = apply(state, index, &new, senders);
+    let saved = state.save();
+    applied?;
+    saved?;
+    Ok(new)
+}
+
+/// Takes network `index` to `new`, and its senders (userspace backend) to theirs, recording
+/// each step in `state` once it is made.
+fn apply(
+    state: &mut ContainerState,
+    index: usize,
+    new: &Impairments,
+    senders: Vec<Impairments>,
+) -> Result<()> {
     let net = state.nets[index].clone();
-    let new = change.apply_to(&net.impairments);
+    let set = |id: String, impairments: &Impairments| {
+        call(&Request::Set {
+            id,
+            impairments: impairments.clone(),
+        })
+        .map(|_| ())
+    };
     match state.backend {
-        Backend::Kernel => {
-            let current = (!net.impairments.is_none()).then_some(&net.impairments);
-            apply_netem(None, &net.ifname, current, &new)?;
-        }
-        Backend::Userspace => {
-            call(&Request::Set {
-                id: net.name.clone(),
-                impairments: new.clone(),
-            })?;
-            if net.senders.is_empty() {
-                update_queue_rule(None, &queue_rule(&net), &net.impairments, &new)?;
-            }
-            // The change applies to every sender's traffic on the network.
-            for (slot, sender) in state.nets[index].senders.iter_mut().zip(&net.senders) {
-                let changed = change.apply_to(&sender.impairments);
-                call(&Request::Set {
-                    id: net.sender_id(sender),
-                    impairments: changed.clone(),
-                })?;
-                slot.impairments = changed;
-            }
-        }
+        Backend::Kernel => change_netem(None, &net.ifname, &net.impairments, new)?,
+        // A network whose senders have queues of their own has no queue rule of its own.
+        Backend::Userspace if !net.senders.is_empty() => set(net.name.clone(), new)?,
+        Backend::Userspace => change_shaped(
+            |impairments| set(net.name.clone(), impairments),
+            None,
+            &queue_rule(&net),
+            &net.impairments,
+            new,
+        )?,
     }
     state.nets[index].impairments = new.clone();
-    state.save()?;
-    Ok(new)
+    // The change applies to every sender's traffic on the network.
+    for (position, changed) in senders.into_iter().enumerate() {
+        set(net.sender_id(&net.senders[position]), &changed)?;
+        state.nets[index].senders[position].impairments = changed;
+    }
+    Ok(())
 }
 
 /// Whether a change to network `name` can be made here, changing nothing: this container is on

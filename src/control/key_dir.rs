@@ -16,12 +16,16 @@ pub struct KeyDir {
 }
 
 impl KeyDir {
-    /// `dir`, created if needed and made private (mode 0700); refused if it is a link.
+    /// `dir`, created if needed (in a parent that must be there: a lab's directory that a
+    /// `down` removed is not made again) and made private (mode 0700); refused if it is a link.
     pub fn open(dir: &Path) -> io::Result<KeyDir> {
         if fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(linked(dir));
         }
-        fs::create_dir_all(dir).map_err(|e| context(dir, e))?;
+        match fs::create_dir(dir) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(context(dir, e)),
+            _ => {}
+        }
         let file = fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)

@@ -5,7 +5,7 @@ use super::links::{self, hub_bridge_name, hub_port_name, IPTABLES};
 use super::process;
 use super::rtnetlink::{self, Request};
 use super::state::{
-    lab_dir, netns_of_hub, netns_of_node, Backend, BackendChoice, LabState, NETNS_PREFIX,
+    lab_dir, netns_of_hub, netns_of_node, Backend, BackendChoice, LabState, CERTS, NETNS_PREFIX,
 };
 use super::sys::{self, err, Result};
 use super::{interrupt, shaper, teardown};
@@ -178,7 +178,7 @@ fn build(state: &mut LabState, seed: u64) -> Result<()> {
     interrupt::check()?;
     write_hosts(state)?;
     let names: Vec<&str> = topology.nodes.iter().map(|n| n.name.as_str()).collect();
-    crate::control::issue_lab_certs(&state.certs_dir(), &lab, &names)
+    crate::control::issue_lab_certs(&state.subdir(CERTS)?, &lab, &names)
         .map_err(|e| sys::Error(format!("issuing the lab's certificates: {e}")))?;
     match state.backend {
         Backend::Kernel => links::install_qdiscs(state)?,

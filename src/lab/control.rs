@@ -2,9 +2,9 @@
 //! lab's event log. `cdnlab link set` and `run`'s timeline both come through here.
 
 use super::state::LabState;
-use super::sys::Result;
+use super::sys::{err, Result};
 use super::{events, links, process};
-use netem::ImpairmentsChange;
+use netem::{Impairments, ImpairmentsChange};
 
 /// Applies `change` to the directions of `segment` sent by `senders`, and records it; under
 /// the lab's state lock, on the state as it is on disk, so concurrent changes are not lost.
@@ -17,25 +17,70 @@ pub fn change_segment(
     state.update(|state| change_directions(state, segment, senders, change))
 }
 
+/// Checks the change on every direction before it touches one, so a change some direction
+/// cannot take changes none; a direction that then fails to change ends the change there, and
+/// what the earlier ones took stays recorded.
 fn change_directions(
     state: &mut LabState,
     segment: usize,
     senders: &[usize],
     change: &ImpairmentsChange,
 ) -> Result<()> {
+    let mut planned = Vec::new();
     for &sender in senders {
         let Some(index) = state.direction_index(segment, sender) else {
             continue;
         };
         let new = change.apply_to(&state.directions[index].impairments);
-        links::set_direction(state, index, new.clone())?;
-        let id = state.directions[index].id(&state.topology);
-        events::record(
-            state,
-            serde_json::json!({"event": "link_set", "direction": id, "impairments": new.to_string(), "rate_bps": new.rate_bps}),
-        )?;
+        if let Err(e) = new.check() {
+            let id = state.directions[index].id(&state.topology);
+            return err(format!("direction {id}: {e}; nothing was changed"));
+        }
+        planned.push((index, new));
+    }
+    for (index, new) in planned {
+        links::set_direction(state, index, new)?;
+        record_link_set(state, index)?;
     }
     Ok(())
+}
+
+/// Removes every impairment of the `segments`' directions and records it, one `link_reset`
+/// a segment, under the lab's state lock as [`change_segment`]. A direction that fails to
+/// change ends the reset there; those of its segment reset before it are recorded one by one
+/// (`link_set`), as a change that fails halfway is.
+pub fn reset_segments(state: &mut LabState, segments: &[usize]) -> Result<()> {
+    state.update(|state| {
+        for &segment in segments {
+            let of_segment: Vec<usize> = (0..state.directions.len())
+                .filter(|&index| state.directions[index].segment == segment)
+                .collect();
+            for (done, &index) in of_segment.iter().enumerate() {
+                if let Err(e) = links::set_direction(state, index, Impairments::default()) {
+                    for &reset in &of_segment[..done] {
+                        record_link_set(state, reset)?;
+                    }
+                    return Err(e);
+                }
+            }
+            let name = &state.topology.segments[segment].name;
+            events::record(
+                state,
+                serde_json::json!({"event": "link_reset", "segment": name}),
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// Records direction `index`'s impairments as they now are (`link_set`).
+fn record_link_set(state: &LabState, index: usize) -> Result<()> {
+    let direction = &state.directions[index];
+    let now = &direction.impairments;
+    events::record(
+        state,
+        serde_json::json!({"event": "link_set", "direction": direction.id(&state.topology), "impairments": now.to_string(), "rate_bps": now.rate_bps}),
+    )
 }
 
 /// Stops a node's process and records it; if the process had already ended by itself, says

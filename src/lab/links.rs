@@ -192,14 +192,16 @@ pub fn set_direction(state: &mut LabState, index: usize, new: Impairments) -> Re
     let direction = state.directions[index].clone();
     let old = &direction.impairments;
     match state.backend {
-        Backend::Kernel => {
-            let current = (!old.is_none()).then_some(old);
-            apply_qdisc(&direction, current, &new)?;
-        }
+        Backend::Kernel => change_netem(
+            Some(&direction.sender_netns),
+            &direction.sender_ifname,
+            old,
+            &new,
+        )?,
         Backend::Userspace => {
             let id = direction.id(&state.topology);
-            super::shaper::set(state, &id, &new)?;
-            update_queue_rule(
+            change_shaped(
+                |impairments| super::shaper::set(state, &id, impairments),
                 Some(&direction.queue_netns),
                 &queue_rule(&direction),
                 old,
@@ -209,6 +211,47 @@ pub fn set_direction(state: &mut LabState, index: usize, new: Impairments) -> Re
     }
     state.directions[index].impairments = new;
     Ok(())
+}
+
+/// Takes `ifname`'s netem qdisc from `old` to `new` (kernel backend). Only a delete-then-add
+/// can fail halfway; then `old` is added afresh, so the link keeps what its state records.
+pub fn change_netem(
+    netns: Option<&str>,
+    ifname: &str,
+    old: &Impairments,
+    new: &Impairments,
+) -> Result<()> {
+    let current = (!old.is_none()).then_some(old);
+    let changed = apply_netem(netns, ifname, current, new);
+    if changed.is_err() && !old.is_none() {
+        undo("qdisc", apply_netem(netns, ifname, None, old));
+    }
+    changed
+}
+
+/// Takes a shaper queue from `old` to `new` with `set`, and adds or removes its queue `rule`
+/// (userspace backend); if the rule cannot follow, the queue is set back to `old`, so the link
+/// keeps what its state records.
+pub fn change_shaped(
+    set: impl Fn(&Impairments) -> Result<()>,
+    netns: Option<&str>,
+    rule: &str,
+    old: &Impairments,
+    new: &Impairments,
+) -> Result<()> {
+    set(new)?;
+    let ruled = update_queue_rule(netns, rule, old, new);
+    if ruled.is_err() {
+        undo("shaper", set(old));
+    }
+    ruled
+}
+
+/// Logs an undo that failed: the change's own error is the one reported.
+fn undo(what: &str, result: Result<()>) {
+    if let Err(e) = result {
+        tracing::error!("undoing a failed link change in the {what} failed too: {e}");
+    }
 }
 
 /// Chooses the backend: `auto` takes the kernel's when `sch_netem` is there.

@@ -1,7 +1,7 @@
 //! Node processes: started in their namespace, in a session of their own (so a Ctrl-C at the
 //! terminal reaches the orchestrator, which then stops them in order), logging to one file each.
 
-use super::state::{LabState, ProcessRecord};
+use super::state::{LabState, ProcessRecord, LOGS};
 use super::sys::{self, err, Error, Result};
 use crate::topology::{Program, Ready};
 use std::os::unix::process::CommandExt;
@@ -12,11 +12,9 @@ use std::time::{Duration, Instant};
 /// How long a stopped process gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
-/// Starts `argv` in a new session with stdout and stderr appended to `log`.
+/// Starts `argv` in a new session with stdout and stderr appended to `log` (whose directory
+/// is the caller's to make).
 pub fn spawn_detached(argv: &[String], env: &[(String, String)], log: &Path) -> Result<Child> {
-    if let Some(dir) = log.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -140,11 +138,7 @@ fn node_argv(state: &LabState, node: usize) -> Result<Option<Vec<String>>> {
         Program::Command { argv } => argv.clone(),
         Program::Role { role, config } => {
             let binary = sys::bin_dir()?.join(role);
-            let config_path = state
-                .dir()
-                .join("configs")
-                .join(format!("{}.toml", spec.name));
-            std::fs::create_dir_all(state.dir().join("configs"))?;
+            let config_path = state.subdir("configs")?.join(format!("{}.toml", spec.name));
             let text = toml::to_string(config)
                 .map_err(|e| Error(format!("node {}: its config: {e}", spec.name)))?;
             std::fs::write(&config_path, text)?;
@@ -172,7 +166,11 @@ pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<Child>> {
     };
     let spec = &state.topology.nodes[node];
     let out_dir = state.out_dir.join(&spec.name);
-    std::fs::create_dir_all(&out_dir)?;
+    // The default, in the lab's own directory, is made as the lab's other directories are.
+    match out_dir.strip_prefix(state.dir()) {
+        Ok(inside) => drop(state.subdir(inside)?),
+        Err(_) => std::fs::create_dir_all(&out_dir)?,
+    }
     let mut env: Vec<(String, String)> = spec
         .env
         .iter()
@@ -184,6 +182,7 @@ pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<Child>> {
     env.push((NODE.into(), spec.name.clone()));
     env.push((OUT_DIR.into(), out_dir.to_string_lossy().into_owned()));
     let name = spec.name.clone();
+    state.subdir(LOGS)?;
     let child = spawn_detached(&argv, &env, &state.log_path(&name))?;
     let record = record_of(&child)?;
     state.update(|state| {
@@ -421,6 +420,7 @@ mod tests {
     #[allow(clippy::zombie_processes)]
     fn stopping_processes_leaves_others_exit_status() {
         let dir = crate::testing::TempDir::new("process-reap");
+        std::fs::create_dir_all(&dir.0).unwrap();
         let start = |script: &str, log: &str| {
             let argv: Vec<String> = ["sh", "-c", script].iter().map(|s| s.to_string()).collect();
             let child = spawn_detached(&argv, &[], &dir.0.join(log)).unwrap();

@@ -2,7 +2,7 @@
 //! its control socket.
 
 use super::process;
-use super::state::{LabState, ProcessRecord};
+use super::state::{LabState, ProcessRecord, LOGS};
 use super::sys::{self, err, Error, Result};
 use netem::daemon::{request, DaemonConfig, QueueSpec, Request, Response};
 use netem::Impairments;
@@ -27,8 +27,7 @@ pub fn start(state: &LabState, seed: u64) -> Result<ProcessRecord> {
         })
         .collect();
     let config = DaemonConfig::new(state.shaper_socket(), queues);
-    let log = state.logs_dir().join("shaper.log");
-    std::fs::create_dir_all(state.logs_dir())?;
+    let log = state.subdir(LOGS)?.join("shaper.log");
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

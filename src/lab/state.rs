@@ -138,6 +138,11 @@ pub fn lab_dir(lab: &str) -> Result<PathBuf> {
 /// The file whose lock serialises every read-modify-write of a lab's state.
 pub(crate) const LOCK_FILE: &str = "state.lock";
 const STATE_FILE: &str = "state.json";
+/// The nodes' and the shaper's logs, in the lab's state directory.
+pub const LOGS: &str = "logs";
+/// The lab CA and each node's certificate for the control plane (`control::Identity`), in
+/// the lab's state directory.
+pub const CERTS: &str = "certs";
 
 pub fn netns_of_node(lab: &str, node: &str) -> String {
     format!("{NETNS_PREFIX}{lab}.{node}")
@@ -156,16 +161,11 @@ impl LabState {
     }
 
     pub fn logs_dir(&self) -> PathBuf {
-        self.dir().join("logs")
+        self.dir().join(LOGS)
     }
 
     pub fn log_path(&self, node: &str) -> PathBuf {
         self.logs_dir().join(format!("{node}.log"))
-    }
-
-    /// The lab CA and each node's certificate for the control plane (`control::Identity`).
-    pub fn certs_dir(&self) -> PathBuf {
-        self.dir().join("certs")
     }
 
     pub fn shaper_socket(&self) -> PathBuf {
@@ -214,17 +214,48 @@ impl LabState {
     /// Applies `change` to the lab's current state and saves it, holding the lab's state lock
     /// throughout: the state is first re-read from disk, so a change made meanwhile by another
     /// process (`link set` while `run` plays its timeline) is kept, not overwritten. The state
-    /// is saved only if `change` succeeds. A lab taken down meanwhile is an error: nothing is
-    /// changed, and no state is written back.
+    /// is saved even if `change` fails: a change records each step in the state once the
+    /// system has taken it, so a change that fails halfway (the second direction of a link)
+    /// leaves the steps it made recorded, not applied and forgotten. A lab taken down
+    /// meanwhile is an error: nothing is changed, and no state is written back.
     pub fn update<T>(&mut self, change: impl FnOnce(&mut LabState) -> Result<T>) -> Result<T> {
         let _lock = state_lock(&self.dir())?.ok_or_else(|| self.gone())?;
         *self = LabState::load(&self.lab).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => self.gone(),
             _ => Error(e.to_string()),
         })?;
-        let value = change(self)?;
-        self.write()?;
-        Ok(value)
+        let changed = change(self);
+        let saved = self.write();
+        match (changed, saved) {
+            (Ok(value), Ok(())) => Ok(value),
+            (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
+            (Err(e), Err(unsaved)) => Err(Error(format!("{e}; {unsaved}"))),
+        }
+    }
+
+    /// Makes directory `relative` inside the lab's state directory (private, 0700), one level
+    /// at a time, each unless it is there, and returns its path. Never the state directory
+    /// itself: a lab taken down meanwhile (a `down` racing an `up`) stays down, rather than
+    /// coming back as a directory that no lock or state file proves to be a lab's, which
+    /// nothing would then remove.
+    pub fn subdir(&self, relative: impl AsRef<Path>) -> Result<PathBuf> {
+        let mut path = self.dir();
+        for part in relative.as_ref().components() {
+            let std::path::Component::Normal(part) = part else {
+                return sys::err(format!(
+                    "{} is not a plain path inside the lab's directory",
+                    relative.as_ref().display()
+                ));
+            };
+            path.push(part);
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.gone()),
+                Err(e) => return sys::err(format!("creating {}: {e}", path.display())),
+            }
+        }
+        Ok(path)
     }
 
     fn gone(&self) -> Error {
@@ -449,6 +480,17 @@ mod tests {
             ready: true,
             owner: None,
         }
+    }
+
+    /// A directory inside a lab taken down is an error, and does not make the lab's state
+    /// directory again.
+    #[test]
+    fn a_subdir_of_a_lab_taken_down_is_an_error_and_makes_nothing() {
+        let mut gone = state();
+        gone.lab = "t-never-up-subdir".into();
+        let refused = gone.subdir(LOGS).unwrap_err();
+        assert!(refused.0.contains("was taken down"), "{refused}");
+        assert!(!gone.dir().exists());
     }
 
     /// A state file that does not hold together is refused before anything indexes into it

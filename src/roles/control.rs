@@ -23,7 +23,7 @@ pub fn load_identity(env: &NodeEnv) -> Result<Arc<Identity>, String> {
         (Some(dir), _) => dir.clone(),
         (None, Some(lab)) => crate::lab::state::lab_dir(lab)
             .map_err(|e| format!("{}: {e}", env::LAB))?
-            .join("certs"),
+            .join(crate::lab::state::CERTS),
         (None, None) => {
             return Err(format!(
                 "neither {} nor {} is set: cannot find the lab's certificates",
