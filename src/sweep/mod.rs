@@ -141,12 +141,11 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
                 .and_then(|text| serde_json::from_str::<RunSummary>(&text).ok())
                 .is_some_and(|summary| summary.servers_ended.is_empty())
     };
-    let exe = std::env::current_exe().map_err(|e| format!("cannot locate cdnlab: {e}"))?;
     // Lab names must be unique on the machine and short: `sw` + this sweep's pid (unique among
     // running sweeps; at most 7 digits) + the index. A leftover lab of a dead sweep whose pid
     // came round again makes that run fail with "already up", never touches the old lab.
     let stamp = std::process::id();
-    let mut pending: Vec<usize> = (0..runs.len()).rev().filter(|&i| !done(i)).collect();
+    let pending: Vec<usize> = (0..runs.len()).rev().filter(|&i| !done(i)).collect();
     let bar = indicatif::ProgressBar::new(runs.len() as u64);
     bar.set_position((runs.len() - pending.len()) as u64);
     bar.set_style(
@@ -156,19 +155,55 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let started = Instant::now();
-    let mut running: Vec<(usize, Child)> = Vec::new();
+    let mut running = Vec::new();
+    let played = play(
+        options,
+        &runs,
+        &runs_dir,
+        pending,
+        &mut running,
+        &bar,
+        stamp,
+    );
+    if played.is_err() && !running.is_empty() {
+        // No run outlives its sweep: each left would go on writing into the sweep's
+        // directory without its lock.
+        bar.set_message(format!("stopping {} runs", running.len()));
+        stop_runs(running);
+    }
+    bar.finish_and_clear();
+    let failed_runs = played?;
+    collect(options, &runs, &runs_dir, started.elapsed(), &failed_runs)
+}
+
+/// Runs the `pending` combinations (the last first), `options.parallel` at a time, each as a
+/// `cdnlab run` in `running` while it runs; returns the runs that failed, by label. An
+/// interrupt or an error returns at once, leaving what still runs in `running`.
+fn play(
+    options: &SweepOptions,
+    runs: &[Vec<(String, String)>],
+    runs_dir: &Path,
+    mut pending: Vec<usize>,
+    running: &mut Vec<(usize, Child)>,
+    bar: &indicatif::ProgressBar,
+    stamp: u32,
+) -> Result<Vec<String>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate cdnlab: {e}"))?;
     let mut failed_runs = Vec::new();
     while !pending.is_empty() || !running.is_empty() {
         while running.len() < options.parallel.max(1) {
             let Some(i) = pending.pop() else { break };
-            let child = start_run(&exe, options, &runs[i], i, stamp, &runs_dir)?;
+            let child = start_run(&exe, options, &runs[i], i, stamp, runs_dir)?;
             running.push((i, child));
         }
-        let mut still = Vec::new();
-        for (i, mut child) in running {
+        let mut index = 0;
+        while index < running.len() {
+            let (i, child) = &mut running[index];
+            let i = *i;
             match child.try_wait() {
-                Ok(None) => still.push((i, child)),
+                Ok(None) => index += 1,
                 Ok(Some(status)) => {
+                    running.remove(index);
                     if !status.success() {
                         failed_runs.push(format!("{} ({status})", grid::label(&runs[i])));
                     }
@@ -178,21 +213,35 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
                 Err(e) => return Err(format!("waiting for run {i}: {e}")),
             }
         }
-        running = still;
         if crate::lab::interrupt::interrupted() {
-            for (_, child) in running.iter_mut() {
-                // SAFETY: kill has no memory effects; the child tears its lab down on SIGINT.
-                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-            }
-            for (_, mut child) in running {
-                let _ = child.wait();
-            }
             return Err("interrupted".into());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    bar.finish_and_clear();
-    collect(options, &runs, &runs_dir, started.elapsed(), &failed_runs)
+    Ok(failed_runs)
+}
+
+/// How long an interrupted run has to take its lab down before it is killed (its lab then
+/// left for `cdnlab clean`, which finds its owner gone).
+const STOP_GRACE: Duration = Duration::from_secs(60);
+
+/// Interrupts each run, which tears its lab down as on Ctrl-C, and waits for it; one still
+/// running after [`STOP_GRACE`] is killed.
+fn stop_runs(mut running: Vec<(usize, Child)>) {
+    for (_, child) in &running {
+        // SAFETY: kill has no memory effects; the child tears its lab down on SIGINT.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    }
+    let deadline = Instant::now() + STOP_GRACE;
+    while !running.is_empty() && Instant::now() < deadline {
+        running.retain_mut(|(_, child)| matches!(child.try_wait(), Ok(None)));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for (i, mut child) in running {
+        tracing::warn!("run {i} did not stop within {STOP_GRACE:?} of its interrupt; killing it");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
 
 fn run_dir(runs_dir: &Path, index: usize, run: &[(String, String)]) -> PathBuf {
