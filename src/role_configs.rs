@@ -5,6 +5,7 @@
 use toml::Table;
 
 use crate::cdn_roles::config::{DcsConfig, DrrConfig, UcsConfig, UrrConfig};
+use crate::topology::{Program, Topology};
 use crate::{farm_roles, fog_roles, has_client, icn_roles, p2p_roles, probe, roles::ROLES};
 
 /// Reads a node's config table as its role binary will: `(table, node name)`.
@@ -58,6 +59,21 @@ pub fn check(role: &str, node: &str, config: &Table) -> Result<(), String> {
             ROLES.join(", ")
         )),
     }
+}
+
+/// Every node's config read as its role will ([`check`]), then what roles on different nodes
+/// must agree on (the P2P family's catalogue): one message per problem, naming its node.
+pub fn check_topology(topology: &Topology) -> Vec<String> {
+    let mut problems = Vec::new();
+    for node in &topology.nodes {
+        if let Program::Role { role, config } = &node.program {
+            if let Err(e) = check(role, &node.name, config) {
+                problems.push(format!("node {} (role {role}): {e}", node.name));
+            }
+        }
+    }
+    problems.extend(p2p_roles::config::disagreements(topology));
+    problems
 }
 
 #[cfg(test)]

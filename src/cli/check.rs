@@ -5,7 +5,7 @@
 use super::topology_args::TopologyFile;
 use super::{usage_error, Failure};
 use crate::role_configs;
-use crate::topology::{self, Program};
+use crate::topology;
 
 #[derive(clap::Args)]
 pub struct CheckArgs {
@@ -16,14 +16,10 @@ pub struct CheckArgs {
 pub fn run(args: CheckArgs) -> Result<(), Failure> {
     let topology = args.file.load()?;
     let source = args.file.topology.display();
-    let mut problems = Vec::new();
-    for node in &topology.nodes {
-        if let Program::Role { role, config } = &node.program {
-            if let Err(e) = role_configs::check(role, &node.name, config) {
-                problems.push(format!("{source}: node {} (role {role}): {e}", node.name));
-            }
-        }
-    }
+    let problems: Vec<String> = role_configs::check_topology(&topology)
+        .into_iter()
+        .map(|problem| format!("{source}: {problem}"))
+        .collect();
     if !problems.is_empty() {
         return Err(usage_error(problems.join("\n")));
     }

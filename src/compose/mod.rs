@@ -63,11 +63,8 @@ pub fn load(profile: Option<&str>, path: &Path, set: &[(String, String)]) -> Res
         set: &set,
     };
     let checked = topology::parse(&text, &source, &options).map_err(|e| e.to_string())?;
-    for node in &checked.nodes {
-        if let Program::Role { role, config } = &node.program {
-            crate::role_configs::check(role, &node.name, config)
-                .map_err(|e| format!("{source}: node {} (role {role}): {e}", node.name))?;
-        }
+    if let Some(problem) = crate::role_configs::check_topology(&checked).first() {
+        return Err(format!("{source}: {problem}"));
     }
     let (topology, deferred) = topology::parse_deferring_program_vars(&text, &source, &options)
         .map_err(|e| e.to_string())?;

@@ -55,7 +55,7 @@ fn preflight(topology: &Topology, backend: Backend) -> Result<()> {
     }
     let bin_dir = sys::bin_dir()?;
     for node in &topology.nodes {
-        if let Program::Role { role, config } = &node.program {
+        if let Program::Role { role, .. } = &node.program {
             if !ROLES.contains(&role.as_str()) || !bin_dir.join(role).is_file() {
                 return err(format!(
                     "node {}: the role binary `{role}` is not in {} (build the workspace). Nothing was created.",
@@ -63,13 +63,10 @@ fn preflight(topology: &Topology, backend: Backend) -> Result<()> {
                     bin_dir.display()
                 ));
             }
-            if let Err(e) = role_configs::check(role, &node.name, config) {
-                return err(format!(
-                    "node {} (role {role}): {e}. Nothing was created.",
-                    node.name
-                ));
-            }
         }
+    }
+    if let Some(problem) = role_configs::check_topology(topology).first() {
+        return err(format!("{problem}. Nothing was created."));
     }
     let lab = &topology.name;
     let prefix = format!("{NETNS_PREFIX}{lab}.");

@@ -6,6 +6,7 @@ use crate::p2p::tracker::TrackerParams;
 use crate::p2p::Policy;
 use crate::roles::config::Keys;
 use crate::roles::control::DEFAULT_CONTROL_PORT;
+use crate::topology::{Program, Topology};
 use std::time::Duration;
 use toml::Table;
 
@@ -44,6 +45,77 @@ impl Catalogue {
             chunk_size,
         })
     }
+}
+
+/// What a tracker and its peers must agree on: J, B and the slot (the chunk size is the
+/// peers' and the cloud's).
+fn tracker_terms(catalogue: &Catalogue) -> String {
+    let slot = netem::units::format_duration_ns(catalogue.slot.as_nanos() as u64);
+    format!(
+        "chunks {}, cache {}, slot {slot}",
+        catalogue.chunks, catalogue.cache
+    )
+}
+
+/// Where the P2P roles of a topology describe different systems: a peer whose tracker or cloud
+/// is no node of the topology or one running another role, whose J, B or slot are not its
+/// tracker's (the tracker would dispatch for caches and slots the peers do not have), or whose
+/// chunks are not its cloud's. A node running a command of the user's own may be either.
+pub fn disagreements(topology: &Topology) -> Vec<String> {
+    let program_of = |name: &str| {
+        (topology.nodes.iter())
+            .find(|node| node.name == name)
+            .map(|node| &node.program)
+    };
+    let mut problems = Vec::new();
+    for node in &topology.nodes {
+        let Program::Role { role, config } = &node.program else {
+            continue;
+        };
+        if role != "p2p-peer" {
+            continue;
+        }
+        let Ok(own) = peer(config) else { continue };
+        let mut differs = |what: String| {
+            problems.push(format!("node {} (role p2p-peer): {what}", node.name));
+        };
+        let mut other = |what: &str, name: &str, wanted: &str| match program_of(name) {
+            None => {
+                differs(format!("its {what} `{name}` is no node of the topology"));
+                None
+            }
+            Some(Program::Role { role, config }) if role == wanted => Some(config),
+            Some(Program::Role { role, .. }) => {
+                differs(format!(
+                    "its {what} `{name}` runs role {role}, not {wanted}"
+                ));
+                None
+            }
+            Some(_) => None,
+        };
+        let tracker = other("tracker", &own.tracker, "p2p-tracker").and_then(|t| tracker(t).ok());
+        let cloud = other("cloud", &own.cloud, "p2p-cloud").and_then(|c| cloud(c).ok());
+        if let Some(tracker) = tracker {
+            let (ours, theirs) = (
+                tracker_terms(&own.catalogue),
+                tracker_terms(&tracker.catalogue),
+            );
+            if ours != theirs {
+                differs(format!(
+                    "its {ours} are not its tracker {}'s ({theirs})",
+                    own.tracker
+                ));
+            }
+        }
+        let (chunks, chunk_size) = (own.catalogue.chunks, own.catalogue.chunk_size);
+        if let Some(cloud) = cloud.filter(|c| (c.chunks, c.chunk_size) != (chunks, chunk_size)) {
+            differs(format!(
+                "its chunks {chunks} of {chunk_size} bytes are not its cloud {}'s ({} of {})",
+                own.cloud, cloud.chunks, cloud.chunk_size
+            ));
+        }
+    }
+    problems
 }
 
 /// J and the chunks' size, which the cloud needs too.
@@ -292,6 +364,57 @@ pub fn cloud(table: &Table) -> Result<CloudConfig, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A peer whose J, B or slot are not its tracker's, whose chunks are not its cloud's, or
+    /// whose tracker or cloud is missing or runs another role, is named with both sides; one
+    /// that agrees is not, nor one whose tracker is a command of the user's own.
+    #[test]
+    fn peers_that_disagree_with_their_tracker_or_cloud_are_named() {
+        let text = r#"name = "t"
+[nodes.tracker]
+role = "p2p-tracker"
+config = { peers = ["p1", "p2", "p3"], upload = "1.0", peer_isp = ["1", "1", "1"], chunks = "24", cache = "8" }
+[nodes.cloud]
+role = "p2p-cloud"
+config = { chunks = "24", chunk_size = "1000" }
+[nodes.own]
+command = ["sleep", "60"]
+[nodes.p1]
+role = "p2p-peer"
+config = { chunks = "24", cache = "8", chunk_size = "1000" }
+[nodes.p2]
+role = "p2p-peer"
+config = { chunks = "24", cache = "8", slot = "1s", chunk_size = "1000" }
+[nodes.p3]
+role = "p2p-peer"
+config = { chunks = "30", cache = "8", chunk_size = "1000" }
+[nodes.p4]
+role = "p2p-peer"
+config = { tracker = "nowhere", cloud = "tracker" }
+[nodes.p5]
+role = "p2p-peer"
+config = { tracker = "own", chunks = "24", chunk_size = "1000" }
+[[lans]]
+name = "all"
+members = ["tracker", "cloud", "own", "p1", "p2", "p3", "p4", "p5"]
+"#;
+        let topology =
+            crate::topology::parse(text, "t.toml", &crate::topology::LoadOptions::default())
+                .expect("the topology reads");
+        assert_eq!(
+            disagreements(&topology),
+            [
+                "node p2 (role p2p-peer): its chunks 24, cache 8, slot 1s are not its tracker \
+                 tracker's (chunks 24, cache 8, slot 500ms)",
+                "node p3 (role p2p-peer): its chunks 30, cache 8, slot 500ms are not its tracker \
+                 tracker's (chunks 24, cache 8, slot 500ms)",
+                "node p3 (role p2p-peer): its chunks 30 of 1000 bytes are not its cloud cloud's \
+                 (24 of 1000)",
+                "node p4 (role p2p-peer): its tracker `nowhere` is no node of the topology",
+                "node p4 (role p2p-peer): its cloud `tracker` runs role p2p-tracker, not p2p-cloud",
+            ]
+        );
+    }
 
     #[test]
     fn a_peer_listed_twice_is_refused() {
