@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use hyper::header::HeaderMap;
 use hyper::{Method, Request, Response, StatusCode};
+use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
 use super::exchange::Assignment;
@@ -327,10 +328,14 @@ async fn serve_file_cached(
         Some(bytes) => bytes,
         None => {
             cache.admits(metadata.len())?;
-            let read = tokio::fs::read(file_path).await.ok()?;
-            // A different length means the file changed since the stat: never keep bytes under
-            // an ETag that does not name them.
-            if read.len() as u64 != metadata.len() {
+            let (file, opened) = open_media(file_path).await.ok()?;
+            // Read no more than the stat said, plus one byte to tell a file that grew: a
+            // different length means the file changed since the stat, and bytes are never kept
+            // under an ETag that does not name them.
+            let mut read = Vec::new();
+            let most = metadata.len().saturating_add(1);
+            file.take(most).read_to_end(&mut read).await.ok()?;
+            if !opened.is_file() || read.len() as u64 != metadata.len() {
                 return None;
             }
             cache.insert(&key, Sealed::new(read))
@@ -341,6 +346,21 @@ async fn serve_file_cached(
     }))
 }
 
+/// Opens a media file, and reads its metadata from the same handle (what is served is what
+/// was checked). Without blocking on what is no file: a FIFO would hold the open until a
+/// writer came, and a blocking-pool thread with it.
+async fn open_media(
+    path: &std::path::Path,
+) -> std::io::Result<(tokio::fs::File, std::fs::Metadata)> {
+    let file = tokio::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .await?;
+    let metadata = file.metadata().await?;
+    Ok((file, metadata))
+}
+
 /// A media file streamed from disk.
 async fn serve_file(
     method: &Method,
@@ -349,12 +369,7 @@ async fn serve_file(
     path: &str,
     content_type: &'static str,
 ) -> Response<Body> {
-    let opened = async {
-        let file = tokio::fs::File::open(&file_path).await?;
-        let metadata = file.metadata().await?;
-        Ok::<_, std::io::Error>((file, metadata))
-    };
-    let (file, metadata) = match opened.await {
+    let (file, metadata) = match open_media(&file_path).await {
         Ok(found) if found.1.is_file() => found,
         Ok(_) => {
             return http::error(

@@ -142,9 +142,11 @@ impl OriginCache {
     }
 }
 
-/// Takes a fetch's cell out of `fetching` when a request that waited on it ends, however it
-/// ends (a client that hangs up drops its request mid-fetch), unless a later cell has taken the
-/// path's place: a failed fetch is tried again by the next request, and no path stays behind.
+/// Takes a fetch's cell out of `fetching` when the last request that waited on it ends,
+/// however it ends (a client that hangs up drops its request mid-fetch), unless a later cell
+/// has taken the path's place: a failed fetch is tried again by the next request, no path
+/// stays behind, and one waiter that leaves while another still fetches does not let a third
+/// start the same fetch again.
 struct Leaving<'a> {
     fetching: &'a Mutex<HashMap<String, Cell>>,
     path: &'a str,
@@ -154,9 +156,17 @@ struct Leaving<'a> {
 impl Drop for Leaving<'_> {
     fn drop(&mut self) {
         let mut fetching = lock(self.fetching);
-        if fetching
+        // This request lets go of the cell under the lock, where every request takes hold of
+        // it, so the last one to leave sees only the map's hold.
+        let mine = std::mem::take(&mut self.cell);
+        let ours = fetching
             .get(self.path)
-            .is_some_and(|c| Arc::ptr_eq(c, &self.cell))
+            .is_some_and(|c| Arc::ptr_eq(c, &mine));
+        drop(mine);
+        if ours
+            && fetching
+                .get(self.path)
+                .is_some_and(|c| Arc::strong_count(c) == 1)
         {
             fetching.remove(self.path);
         }
@@ -246,6 +256,43 @@ mod tests {
         assert!(
             lock(&cache.fetching).is_empty(),
             "an abandoned fetch stayed"
+        );
+    }
+
+    /// A waiter that leaves while another still fetches the same chunk leaves the fetch in
+    /// place: a third request waits on it rather than asking the origin again.
+    #[tokio::test]
+    async fn a_waiter_leaving_does_not_start_the_fetch_again() {
+        let (url, requests) = origin().await;
+        let cache = Arc::new(OriginCache::new(url, Duration::from_secs(10)).unwrap());
+        let path = "/v/hold-0.m4s";
+        let first = tokio::spawn({
+            let cache = cache.clone();
+            async move { cache.get(path).await.map(drop) }
+        });
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while requests.load(Ordering::SeqCst) == 0 {
+            assert!(tokio::time::Instant::now() < deadline, "no fetch started");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let second = cache.get(path);
+        assert!(tokio::time::timeout(Duration::from_millis(100), second)
+            .await
+            .is_err());
+        let third = cache.get(path);
+        assert!(tokio::time::timeout(Duration::from_millis(100), third)
+            .await
+            .is_err());
+        assert_eq!(
+            requests.load(Ordering::SeqCst),
+            1,
+            "the fetch started again"
+        );
+        first.abort();
+        let _ = first.await;
+        assert!(
+            lock(&cache.fetching).is_empty(),
+            "the last waiter left a cell"
         );
     }
 

@@ -23,6 +23,13 @@ pub struct Loaded {
     pub retries: u32,
 }
 
+/// The most variants a master playlist may list: each is a media playlist fetched and kept
+/// (up to 16 MiB each), and a ladder of more qualities than this is no real stream's.
+pub const MAX_VARIANTS: usize = 64;
+
+/// How many media playlists are fetched at once.
+const PARALLEL_PLAYLISTS: usize = 8;
+
 /// Fetches the manifest at `url` (HLS or DASH, told by its content) and, for HLS, every media
 /// playlist. Errors name the URL.
 pub async fn load(fetcher: &Fetcher, url: &str) -> Result<Loaded, String> {
@@ -43,16 +50,28 @@ pub async fn load(fetcher: &Fetcher, url: &str) -> Result<Loaded, String> {
                 "manifest {url}: the master playlist lists no variant"
             ));
         }
-        let mut tasks = JoinSet::new();
-        for (i, variant) in variants.iter().enumerate() {
-            let fetcher = fetcher.clone();
-            let media_url = variant.url.clone();
-            tasks.spawn(async move { (i, fetch_text(&fetcher, &media_url).await) });
+        if variants.len() > MAX_VARIANTS {
+            return Err(format!(
+                "manifest {url}: the master playlist lists {} variants; at most {MAX_VARIANTS} are played",
+                variants.len()
+            ));
         }
+        let mut tasks = JoinSet::new();
         let mut media = vec![None; variants.len()];
         let mut total_bytes = bytes;
         let mut total_retries = retries;
-        while let Some(joined) = tasks.join_next().await {
+        let mut next = 0;
+        while next < variants.len() || !tasks.is_empty() {
+            while next < variants.len() && tasks.len() < PARALLEL_PLAYLISTS {
+                let fetcher = fetcher.clone();
+                let media_url = variants[next].url.clone();
+                let i = next;
+                tasks.spawn(async move { (i, fetch_text(&fetcher, &media_url).await) });
+                next += 1;
+            }
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
             let (i, fetched) = joined.map_err(|e| format!("manifest {url}: a fetch task: {e}"))?;
             let (text, final_url, bytes, retries) = fetched?;
             total_bytes += bytes;

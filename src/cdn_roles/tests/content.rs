@@ -235,6 +235,25 @@ async fn a_changed_media_file_is_served_anew() {
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
 }
 
+/// A FIFO where a segment would be is no media file: answered at once, not waited on until a
+/// writer comes (which held a blocking-pool thread for good).
+#[tokio::test]
+async fn a_fifo_in_the_media_directory_is_not_found_at_once() {
+    let dir = media();
+    let fifo = dir.0.join("media/v/500k/seg-00003.ts");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let server = origin(Source::MediaDir(dir.0.join("media")));
+    let answer = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        get(&server, "/v/500k/seg-00003.ts", &[]),
+    )
+    .await
+    .expect("answered without waiting for a writer");
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+}
+
 #[tokio::test]
 async fn no_path_escapes_the_media_directory() {
     let dir = media();

@@ -255,3 +255,52 @@ async fn a_redirect_without_location_is_an_error_naming_the_hop() {
     );
     assert_eq!(error.attempts, 1);
 }
+
+/// A master playlist listing more variants than any stream has is refused before one media
+/// playlist is fetched; one at the bound has every media playlist fetched, a few at a time.
+#[tokio::test]
+async fn a_master_playlist_of_too_many_variants_is_refused_unfetched() {
+    use crate::has_client::load::{load, MAX_VARIANTS};
+    let master = |variants: usize| {
+        let mut text = String::from("#EXTM3U\n");
+        for v in 0..variants {
+            text += &format!(
+                "#EXT-X-STREAM-INF:BANDWIDTH={}\nq{v}/index.m3u8\n",
+                (v + 1) * 100_000
+            );
+        }
+        text
+    };
+    let media = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\nseg-0.ts\n#EXT-X-ENDLIST\n";
+    let (listener, addr) = bind().await;
+    let media_fetched = Arc::new(AtomicUsize::new(0));
+    let counted = media_fetched.clone();
+    let (too_many, at_most) = (master(MAX_VARIANTS + 1), master(MAX_VARIANTS));
+    let _server = TestServer::serve(
+        listener,
+        Arc::new(move |seen: &Seen| {
+            let text = match seen.path.as_str() {
+                "/too-many.m3u8" => too_many.clone(),
+                "/at-most.m3u8" => at_most.clone(),
+                _ => {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    media.to_string()
+                }
+            };
+            (Duration::ZERO, Reply::Text(200, text))
+        }),
+    );
+    let Err(refused) = load(&fetcher(), &format!("http://{addr}/too-many.m3u8")).await else {
+        panic!("a master playlist of too many variants was loaded");
+    };
+    assert!(
+        refused.contains(&format!("lists {} variants", MAX_VARIANTS + 1)),
+        "{refused}"
+    );
+    assert_eq!(media_fetched.load(Ordering::SeqCst), 0);
+    let loaded = load(&fetcher(), &format!("http://{addr}/at-most.m3u8"))
+        .await
+        .expect("the bound itself is played");
+    assert_eq!(media_fetched.load(Ordering::SeqCst), MAX_VARIANTS);
+    assert!(loaded.bytes > 0);
+}
