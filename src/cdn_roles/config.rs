@@ -316,9 +316,13 @@ fn peer_table(keys: &Keys) -> Result<Peer, String> {
     };
     let control = keys.string("control")?.map(str::to_string);
     if let Some(control) = &control {
-        if !control.contains(':') {
+        // Checked here, where the file is read, not when the first exchange fails to resolve.
+        let host_port = control.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.trim_matches(['[', ']']).is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
+        });
+        if !host_port {
             return Err(format!(
-                "config key `{}`: {control:?} must be HOST:PORT",
+                "config key `{}`: {control:?} must be HOST:PORT, a port from 1 to 65535",
                 keys.name("control")
             ));
         }

@@ -143,7 +143,7 @@ fn drr_and_dcs_settings() {
 #[test]
 fn errors_name_the_key() {
     let ucs = |text| UcsConfig::parse(&table(text), "ucs").unwrap_err();
-    let urr = |text| UrrConfig::parse(&table(text), "urr").unwrap_err();
+    let urr = |text: &str| UrrConfig::parse(&table(text), "urr").unwrap_err();
     assert!(ucs("prot = 80").contains("unknown config key `prot` for role ucs"));
     assert!(ucs("port = 70000").contains("`port`"));
     assert!(ucs("videos = [{ segmnets = 3 }]").contains("unknown config key `videos[0].segmnets`"));
@@ -159,10 +159,15 @@ fn errors_name_the_key() {
     assert!(
         urr("upstream = 'http://ucs'\ndrr = 'http://drr'\nassign = 'random'").contains("`assign`")
     );
-    assert!(
-        urr("upstream = 'http://ucs'\ndrr = { url = 'http://drr', control = 'drr' }")
-            .contains("`drr.control`")
-    );
+    for control in ["drr", "drr:99999", "drr:x", "drr:0", ":4433", "[]:4433"] {
+        let refused = urr(&format!(
+            "upstream = 'http://ucs'\ndrr = {{ url = 'http://drr', control = '{control}' }}"
+        ));
+        assert!(
+            refused.contains("`drr.control`") && refused.contains("HOST:PORT"),
+            "{control}: {refused}"
+        );
+    }
     assert!(DrrConfig::parse(&table(""))
         .unwrap_err()
         .contains("`dcs` is missing"));
