@@ -104,9 +104,20 @@ impl OriginCache {
             .get_or_try_init(|| self.fetch(path))
             .await
             .map(Arc::clone);
-        if let Ok(copy) = &result {
-            let size = copy.bytes.len();
-            lock(&self.kept).insert(path.to_string(), copy.clone(), size);
+        match &result {
+            Ok(copy) => {
+                let size = copy.bytes.len();
+                lock(&self.kept).insert(path.to_string(), copy.clone(), size);
+            }
+            // A failed fetch leaves the cell empty, and each request still waiting on it tries
+            // again in turn: a request that comes after the failure starts a fetch of its own
+            // at once rather than queue behind those.
+            Err(_) => {
+                let mut fetching = lock(&self.fetching);
+                if (fetching.get(path)).is_some_and(|c| Arc::ptr_eq(c, &leaving.cell)) {
+                    fetching.remove(path);
+                }
+            }
         }
         result
     }

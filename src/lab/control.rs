@@ -58,7 +58,10 @@ pub fn reset_segments(state: &mut LabState, segments: &[usize]) -> Result<()> {
             for (done, &index) in of_segment.iter().enumerate() {
                 if let Err(e) = links::set_direction(state, index, Impairments::default()) {
                     for &reset in &of_segment[..done] {
-                        record_link_set(state, reset)?;
+                        // The failure to report is the reset's own.
+                        if let Err(unrecorded) = record_link_set(state, reset) {
+                            tracing::error!("recording a partial link reset: {unrecorded}");
+                        }
                     }
                     return Err(e);
                 }

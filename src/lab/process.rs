@@ -185,10 +185,15 @@ pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<Child>> {
     state.subdir(LOGS)?;
     let child = spawn_detached(&argv, &env, &state.log_path(&name))?;
     let record = record_of(&child)?;
-    state.update(|state| {
-        state.processes.insert(name, record);
+    let recorded = state.update(|state| {
+        state.processes.insert(name, record.clone());
         Ok(())
-    })?;
+    });
+    if let Err(e) = recorded {
+        // Unrecorded (the lab was taken down meanwhile), no teardown would find it.
+        stop_processes(&[record]);
+        return Err(e);
+    }
     Ok(Some(child))
 }
 
