@@ -8,12 +8,15 @@
 //! then after 500 ms more: at most [`MAX_ATTEMPTS`] attempts, so a dead server is declared dead
 //! within about a second plus the timeouts. Answers that would not change on a retry are final
 //! at once: a 4xx, a redirect without a usable Location, more than [`MAX_REDIRECTS`] redirects,
-//! a manifest body over [`MAX_KEPT_BODY`].
+//! a manifest body over [`MAX_KEPT_BODY`], and a body that is not what was asked for — a ranged
+//! GET answered other than 206 with that range and its length, or an empty segment. Counting
+//! such a body as the segment would credit the throughput estimate, and so the ABR, with bytes
+//! the playlist never asked for.
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use reqwest::header::{LOCATION, RANGE};
+use reqwest::header::{CONTENT_RANGE, LOCATION, RANGE};
 use reqwest::{redirect, StatusCode, Url};
 
 use crate::cdn::{resolve, ByteRange};
@@ -41,7 +44,7 @@ const MAX_REDIRECT_BODY: u64 = 1 << 20;
 pub enum Body {
     /// Keep it (manifests), up to [`MAX_KEPT_BODY`] bytes.
     Keep,
-    /// Count its bytes and drop them (segments).
+    /// Count its bytes and drop them (segments, which are never empty).
     Count,
 }
 
@@ -243,6 +246,9 @@ impl Fetcher {
                     Failure::permanent(cause)
                 });
             }
+            if let Some(range) = range {
+                check_partial(&response, range).map_err(|e| Failure::permanent(at(e)))?;
+            }
             let (bytes, kept) = self
                 .read_body(&mut response, body)
                 .await
@@ -250,6 +256,7 @@ impl Fetcher {
                     cause: at(failure.cause),
                     ..failure
                 })?;
+            check_length(bytes, range, body).map_err(|e| Failure::permanent(at(e)))?;
             hops.push(Hop {
                 host,
                 seconds: started.elapsed().as_secs_f64(),
@@ -337,6 +344,46 @@ pub fn authority(url: &Url) -> String {
     match url.port() {
         Some(port) => format!("{host}:{port}"),
         None => host.to_string(),
+    }
+}
+
+/// A ranged GET's answer must be the part asked for (RFC 9110 §14.4, §15.3.7): 206 with a
+/// `Content-Range` of exactly that range. A 200 is the whole file: the server ignored the range.
+fn check_partial(response: &reqwest::Response, range: ByteRange) -> Result<(), String> {
+    let asked = range_header(range)?;
+    let status = response.status();
+    if status != StatusCode::PARTIAL_CONTENT {
+        return Err(format!(
+            "answered {status} to a request for {asked}, not 206 Partial Content with that range"
+        ));
+    }
+    let Some(value) = response.headers().get(CONTENT_RANGE) else {
+        return Err(format!("answered 206 to {asked} without a Content-Range"));
+    };
+    let text = value.to_str().unwrap_or("");
+    let first_last = text
+        .strip_prefix("bytes ")
+        .and_then(|rest| rest.split_once('/'))
+        .map(|(first_last, _complete_length)| first_last.trim());
+    let wanted = asked.trim_start_matches("bytes=");
+    if first_last != Some(wanted) {
+        return Err(format!(
+            "answered 206 to {asked} with Content-Range {:?}, another part",
+            String::from_utf8_lossy(value.as_bytes())
+        ));
+    }
+    Ok(())
+}
+
+/// The body read must be as long as the range asked for, and a segment is never empty.
+fn check_length(bytes: u64, range: Option<ByteRange>, body: Body) -> Result<(), String> {
+    match range {
+        Some(range) if bytes != range.length => Err(format!(
+            "the body is {bytes} bytes, the range asked for {}",
+            range.length
+        )),
+        None if bytes == 0 && body == Body::Count => Err("the segment is empty".to_string()),
+        _ => Ok(()),
     }
 }
 

@@ -198,7 +198,10 @@ async fn byte_ranges_are_requested_and_bodies_kept_when_asked() {
         listener,
         Arc::new(|seen: &Seen| {
             let reply = match seen.range.as_deref() {
-                Some("bytes=100-199") => Reply::Text(206, "r".repeat(100)),
+                Some("bytes=100-199") => Reply::Part {
+                    content_range: Some("bytes 100-199/1000".into()),
+                    len: 100,
+                },
                 _ => Reply::Text(200, "whole".into()),
             };
             (Duration::ZERO, reply)
@@ -225,6 +228,71 @@ async fn byte_ranges_are_requested_and_bodies_kept_when_asked() {
         .unwrap_err();
     assert!(error.to_string().contains("empty"), "{error}");
     assert_eq!(server.requests().len(), 2, "an empty range is never sent");
+}
+
+/// A ranged GET counts only when it is answered with the part asked for: a server that ignores
+/// the range (200 and the whole file), a 206 of another part or of no stated part, and a part
+/// of the wrong length are refused at once, naming what came back. So is an empty segment.
+#[tokio::test]
+async fn only_the_part_asked_for_counts_as_a_segment() {
+    let (listener, addr) = bind().await;
+    let server = TestServer::serve(
+        listener,
+        Arc::new(|seen: &Seen| {
+            let part = |content_range: Option<&str>, len| Reply::Part {
+                content_range: content_range.map(str::to_string),
+                len,
+            };
+            let reply = match seen.path.as_str() {
+                "/ignores-ranges" => Reply::Bytes(1000),
+                "/unstated" => part(None, 100),
+                "/another-part" => part(Some("bytes 0-99/1000"), 100),
+                "/too-short" => part(Some("bytes 100-199/1000"), 50),
+                "/empty" => Reply::Bytes(0),
+                _ => part(Some("bytes 100-199/*"), 100),
+            };
+            (Duration::ZERO, reply)
+        }),
+    );
+    let range = Some(ByteRange {
+        offset: 100,
+        length: 100,
+    });
+    let fetcher = fetcher();
+    let refused = |path: &'static str, range| {
+        let fetcher = fetcher.clone();
+        async move {
+            let error = fetcher
+                .get(&format!("http://{addr}{path}"), range, Body::Count)
+                .await
+                .expect_err(path);
+            assert_eq!(error.attempts, 1, "{path}: {error}");
+            error.to_string()
+        }
+    };
+    let text = refused("/ignores-ranges", range).await;
+    assert!(
+        text.contains("answered 200 OK to a request for bytes=100-199"),
+        "{text}"
+    );
+    let text = refused("/unstated", range).await;
+    assert!(text.contains("without a Content-Range"), "{text}");
+    let text = refused("/another-part", range).await;
+    assert!(text.contains("\"bytes 0-99/1000\", another part"), "{text}");
+    let text = refused("/too-short", range).await;
+    assert!(text.contains("the body is 50 bytes"), "{text}");
+    let text = refused("/empty", None).await;
+    assert!(text.contains("the segment is empty"), "{text}");
+    let fetched = fetcher
+        .get(&format!("http://{addr}/right"), range, Body::Count)
+        .await
+        .unwrap();
+    assert_eq!(fetched.bytes, 100);
+    assert_eq!(
+        server.requests().len(),
+        6,
+        "nothing refused was asked again"
+    );
 }
 
 #[tokio::test]

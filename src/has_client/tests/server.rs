@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::{Frame, Incoming, SizeHint};
-use hyper::header::{CONTENT_LENGTH, LOCATION, RANGE};
+use hyper::header::{CONTENT_LENGTH, CONTENT_RANGE, LOCATION, RANGE};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode, Version};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -38,6 +38,11 @@ pub enum Reply {
     Bytes(usize),
     /// `status` with a text body.
     Text(u16, String),
+    /// 206 with `len` bytes and this `Content-Range`, if any.
+    Part {
+        content_range: Option<String>,
+        len: usize,
+    },
     /// Headers for `len` bytes, the first `sent` of them, then the server dies.
     Die { len: usize, sent: usize },
 }
@@ -170,6 +175,16 @@ async fn answer(
             .status(status)
             .header(CONTENT_LENGTH, text.len())
             .body(TestBody::full(Bytes::from(text))),
+        Reply::Part { content_range, len } => {
+            let response = response
+                .status(StatusCode::PARTIAL_CONTENT)
+                .header(CONTENT_LENGTH, len);
+            match content_range {
+                Some(value) => response.header(CONTENT_RANGE, value),
+                None => response,
+            }
+            .body(TestBody::full(Bytes::from(vec![b'r'; len])))
+        }
         Reply::Die { len, sent } => {
             die.notify_one();
             response
