@@ -4,14 +4,17 @@
 //! the next request tries again. Memory is bounded by a byte budget: when a new copy does not
 //! fit, the least recently used copies go (`crate::lru`), so a client walking a large
 //! catalogue cannot grow a dCS without end. A body above `MAX_COPY` (or the budget) is refused
-//! (the client gets 502), so what fetches under way hold is bounded per request too.
+//! (the client gets 502). What the fetches under way hold together is bounded by a budget of
+//! the same size: each reserves its body's length before reading it, and one that cannot have its
+//! share within the fetch timeout fails (502) rather than wait without end.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, Semaphore, SemaphorePermit};
+use tokio::time::Instant;
 
 use crate::cdn::hashing::hash64;
 use crate::cdn::BaseUrl;
@@ -48,6 +51,10 @@ pub(crate) struct OriginCache {
     client: reqwest::Client,
     /// The largest body taken from the origin: `MAX_COPY`, or the budget if that is less.
     largest: u64,
+    /// How long a fetch may take, from asking to the last byte.
+    timeout: Duration,
+    /// Bytes the fetches under way may still reserve: the budget, one permit per byte.
+    in_flight: Semaphore,
     /// The fetches under way, keyed by canonical path: at most one per request being served.
     fetching: Mutex<HashMap<String, Cell>>,
     /// The copies kept, keyed by canonical path, within the byte budget.
@@ -74,6 +81,8 @@ impl OriginCache {
             origin,
             client,
             largest: budget.min(MAX_COPY) as u64,
+            timeout,
+            in_flight: Semaphore::new(budget.min(Semaphore::MAX_PERMITS)),
             fetching: Mutex::new(HashMap::new()),
             kept: Mutex::new(ByteLru::new(budget)),
         })
@@ -129,6 +138,7 @@ impl OriginCache {
     }
 
     async fn fetch(&self, path: &str) -> Result<Arc<Copy>, FetchError> {
+        let deadline = Instant::now() + self.timeout;
         let url = self.origin.join(path);
         let failed = |e: &dyn std::fmt::Display| FetchError::Failed(format!("fetching {url}: {e}"));
         let response = self.client.get(&url).send().await.map_err(|e| failed(&e))?;
@@ -145,11 +155,36 @@ impl OriginCache {
             .and_then(|v| v.to_str().ok())
             .filter(|tag| tag.len() >= 2 && tag.starts_with('"') && tag.ends_with('"'))
             .map(str::to_string);
+        // Its stated length, or the most it may be when it states none (a longer one is
+        // refused by `body_at_most`, and one that states a length sends no more).
+        let length = (response.content_length()).map_or(self.largest, |n| n.min(self.largest));
+        let _reserved = self
+            .reserve(length, deadline)
+            .await
+            .map_err(|e| failed(&e))?;
         let bytes = crate::roles::fetch::body_at_most(response, self.largest)
             .await
             .map_err(|e| failed(&e))?;
         let etag = etag.unwrap_or_else(|| format!("\"o-{:016x}\"", hash64(&bytes)));
         Ok(Arc::new(Copy { bytes, etag }))
+    }
+
+    /// Reserves `length` bytes of the in-flight budget until the permit drops, waiting for
+    /// room no later than `deadline`.
+    async fn reserve(&self, length: u64, deadline: Instant) -> Result<SemaphorePermit<'_>, String> {
+        let no_room = || {
+            format!(
+                "no room for {length} more bytes within {:?}: the fetches under way hold the \
+                 budget of {} bytes",
+                self.timeout,
+                lock(&self.kept).capacity()
+            )
+        };
+        let share = u32::try_from(length).map_err(|_| no_room())?;
+        match tokio::time::timeout_at(deadline, self.in_flight.acquire_many(share)).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) | Err(_) => Err(no_room()),
+        }
     }
 }
 
@@ -199,7 +234,9 @@ mod tests {
     const CHUNK: usize = 1000;
 
     /// An origin on loopback answering every path with `CHUNK` bytes, counting its requests;
-    /// a path with `hold` in it is never answered.
+    /// a path with `hold` in it is never answered, one with `stall` gets its head but no body,
+    /// and one with `fail` gets 500 after 300 ms when it is the origin's first request and
+    /// is never answered after that.
     async fn origin() -> (BaseUrl, Arc<AtomicUsize>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = BaseUrl::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
@@ -207,17 +244,27 @@ mod tests {
         let counted = requests.clone();
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
-                counted.fetch_add(1, Ordering::SeqCst);
+                let first = counted.fetch_add(1, Ordering::SeqCst) == 0;
                 tokio::spawn(async move {
                     let mut request = [0; 1024];
                     let n = stream.read(&mut request).await.unwrap_or(0);
-                    if String::from_utf8_lossy(&request[..n]).contains("hold") {
+                    let request = String::from_utf8_lossy(&request[..n]);
+                    if request.contains("hold") || (request.contains("fail") && !first) {
                         return std::future::pending::<()>().await;
+                    }
+                    if request.contains("fail") {
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        let fail = "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                        let _ = stream.write_all(fail.as_bytes()).await;
+                        return;
                     }
                     let head = format!(
                         "HTTP/1.1 200 OK\r\ncontent-length: {CHUNK}\r\nconnection: close\r\n\r\n"
                     );
                     let _ = stream.write_all(head.as_bytes()).await;
+                    if request.contains("stall") {
+                        return std::future::pending::<()>().await;
+                    }
                     let _ = stream.write_all(&[7; CHUNK]).await;
                 });
             }
@@ -304,6 +351,97 @@ mod tests {
         assert!(
             lock(&cache.fetching).is_empty(),
             "the last waiter left a cell"
+        );
+    }
+
+    /// A failed fetch goes at once: while a request that waited on it tries again (here, for
+    /// ever), a later request starts its own fetch rather than queue behind that one.
+    #[tokio::test]
+    async fn a_request_after_a_failed_fetch_does_not_wait_for_its_retries() {
+        let (url, requests) = origin().await;
+        let cache = Arc::new(OriginCache::new(url, Duration::from_secs(30)).unwrap());
+        let path = "/v/fail-0.m4s";
+        let get = || {
+            let cache = cache.clone();
+            tokio::spawn(async move { cache.get(path).await.map(drop) })
+        };
+        let (first, second) = (get(), get());
+        assert!(matches!(
+            first.await.unwrap(),
+            Err(FetchError::Failed(message)) if message.contains("500")
+        ));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !lock(&cache.fetching).is_empty() || requests.load(Ordering::SeqCst) < 2 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the failed fetch stayed"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let third = get();
+        while requests.load(Ordering::SeqCst) < 3 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the third request waited for the second's retry"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        for waiting in [second, third] {
+            assert!(!waiting.is_finished());
+            waiting.abort();
+            let _ = waiting.await;
+        }
+        assert!(lock(&cache.fetching).is_empty(), "a waiter left a cell");
+    }
+
+    /// Fetches under way hold no more than the budget together: with room for one chunk, a
+    /// second fetch does not take its body while the first holds that room, and takes it once
+    /// the first is gone. A fetch that finds no room by its deadline fails, naming why.
+    #[tokio::test]
+    async fn fetches_under_way_share_the_budget() {
+        let (url, requests) = origin().await;
+        let cache =
+            Arc::new(OriginCache::with_budget(url, Duration::from_secs(10), CHUNK).unwrap());
+        let stalled = tokio::spawn({
+            let cache = cache.clone();
+            async move { cache.get("/v/stall-0.m4s").await.map(drop) }
+        });
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while cache.in_flight.available_permits() != 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the first fetch took no room"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let waiting = cache.get("/v/1.m4s");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), waiting)
+                .await
+                .is_err(),
+            "a fetch beyond the budget went ahead"
+        );
+        assert_eq!(
+            requests.load(Ordering::SeqCst),
+            2,
+            "the second fetch was not asked"
+        );
+        stalled.abort();
+        let _ = stalled.await;
+        let copy = cache.get("/v/1.m4s").await.unwrap();
+        assert_eq!(copy.bytes.len(), CHUNK);
+        let _held = cache.in_flight.acquire_many(CHUNK as u32).await.unwrap();
+        let refused = cache
+            .reserve(1, Instant::now() + Duration::from_millis(50))
+            .await
+            .unwrap_err();
+        assert!(
+            refused.contains("no room for 1 more bytes within 10s"),
+            "{refused}"
+        );
+        assert!(
+            refused.contains(&format!("budget of {CHUNK} bytes")),
+            "{refused}"
         );
     }
 
