@@ -317,12 +317,10 @@ fn peer_table(keys: &Keys) -> Result<Peer, String> {
     let control = keys.string("control")?.map(str::to_string);
     if let Some(control) = &control {
         // Checked here, where the file is read, not when the first exchange fails to resolve.
-        let host_port = control.rsplit_once(':').is_some_and(|(host, port)| {
-            !host.trim_matches(['[', ']']).is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
-        });
-        if !host_port {
+        if !is_host_port(control) {
             return Err(format!(
-                "config key `{}`: {control:?} must be HOST:PORT, a port from 1 to 65535",
+                "config key `{}`: {control:?} must be HOST:PORT, a port from 1 to 65535 \
+                 (an IPv6 address in brackets, as [fd00::1]:4433)",
                 keys.name("control")
             ));
         }
@@ -332,6 +330,19 @@ fn peer_table(keys: &Keys) -> Result<Peer, String> {
         control,
         keys.string("node")?.map(str::to_string),
     ))
+}
+
+/// `HOST:PORT` as a socket address is looked up: a name or IPv4 address, or an IPv6 address in
+/// brackets, then a port from 1 to 65535.
+fn is_host_port(text: &str) -> bool {
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return false;
+    };
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => !host.is_empty() && !host.contains([':', '[', ']']),
+    };
+    host_ok && port.parse::<u16>().is_ok_and(|p| p > 0)
 }
 
 fn peer_from_url(url: BaseUrl, control: Option<String>, node: Option<String>) -> Peer {

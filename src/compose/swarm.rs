@@ -96,10 +96,6 @@ fn breadth_first(topology: &Topology) -> Vec<usize> {
 /// again keeps its secrets' contents, which Swarm does not let change).
 pub fn issue_certs(dir: &Path, topology: &Topology) -> Result<(), String> {
     let nodes: Vec<&str> = topology.nodes.iter().map(|n| n.name.as_str()).collect();
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("creating {}: {e}", parent.display()))?;
-    }
     crate::container::issue_certs_once(dir, &topology.name, &nodes)
         .map(|_| ())
         .map_err(|e| format!("issuing the certificates into {}: {e}", dir.display()))

@@ -17,12 +17,17 @@ use std::path::Path;
 /// its own, which only the certs service and that node's container mount, so no container holds
 /// another node's key), unless every node's CA, certificate and key are already there:
 /// containers started earlier keep trusting what they loaded. Returns whether it issued.
+/// `dir`'s parents are made as needed (a path the user names); `dir` itself is made, or must
+/// be a directory, by `KeyDir::open`, which keeps it private.
 pub fn issue_certs_once(dir: &Path, lab: &str, nodes: &[&str]) -> io::Result<bool> {
     let present = |node: &str, name: &str| dir.join(node).join(name).is_file();
     if nodes.iter().all(|n| {
         present(n, "ca.pem") && present(n, &format!("{n}.pem")) && present(n, &format!("{n}.key"))
     }) {
         return Ok(false);
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
     }
     crate::control::issue_lab_certs_per_node(dir, lab, nodes)?;
     Ok(true)
@@ -37,19 +42,21 @@ mod tests {
     /// second run keeps them, so containers already running keep trusting the same CA.
     #[test]
     fn certs_are_issued_per_node_once() {
-        let dir = TempDir::new("container-certs");
-        assert!(issue_certs_once(&dir.0, "t", &["cloud", "fdn1"]).unwrap());
-        let ca = std::fs::read(dir.0.join("fdn1/ca.pem")).unwrap();
+        let top = TempDir::new("container-certs");
+        // Its parents are made too, as for a path given to `cdnlab container certs --dir`.
+        let dir = top.0.join("not-yet/certs");
+        assert!(issue_certs_once(&dir, "t", &["cloud", "fdn1"]).unwrap());
+        let ca = std::fs::read(dir.join("fdn1/ca.pem")).unwrap();
         for node in ["cloud", "fdn1"] {
-            let identity = crate::control::Identity::load(&dir.0.join(node), node).unwrap();
+            let identity = crate::control::Identity::load(&dir.join(node), node).unwrap();
             assert_eq!(identity.node(), node);
         }
-        assert!(!dir.0.join("fdn1/cloud.key").exists());
-        assert!(!issue_certs_once(&dir.0, "t", &["cloud", "fdn1"]).unwrap());
-        assert_eq!(std::fs::read(dir.0.join("fdn1/ca.pem")).unwrap(), ca);
+        assert!(!dir.join("fdn1/cloud.key").exists());
+        assert!(!issue_certs_once(&dir, "t", &["cloud", "fdn1"]).unwrap());
+        assert_eq!(std::fs::read(dir.join("fdn1/ca.pem")).unwrap(), ca);
         // A node whose volume is new (missing files) gets everything issued afresh.
-        std::fs::remove_file(dir.0.join("cloud/cloud.key")).unwrap();
-        assert!(issue_certs_once(&dir.0, "t", &["cloud", "fdn1"]).unwrap());
-        assert_ne!(std::fs::read(dir.0.join("fdn1/ca.pem")).unwrap(), ca);
+        std::fs::remove_file(dir.join("cloud/cloud.key")).unwrap();
+        assert!(issue_certs_once(&dir, "t", &["cloud", "fdn1"]).unwrap());
+        assert_ne!(std::fs::read(dir.join("fdn1/ca.pem")).unwrap(), ca);
     }
 }

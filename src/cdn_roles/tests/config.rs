@@ -159,7 +159,18 @@ fn errors_name_the_key() {
     assert!(
         urr("upstream = 'http://ucs'\ndrr = 'http://drr'\nassign = 'random'").contains("`assign`")
     );
-    for control in ["drr", "drr:99999", "drr:x", "drr:0", ":4433", "[]:4433"] {
+    for control in [
+        "drr",
+        "drr:99999",
+        "drr:x",
+        "drr:0",
+        ":4433",
+        "[]:4433",
+        "fd00::1",
+        "[drr]:4433",
+        "fd00::1:4433",
+        "[fd00::1:4433",
+    ] {
         let refused = urr(&format!(
             "upstream = 'http://ucs'\ndrr = {{ url = 'http://drr', control = '{control}' }}"
         ));
@@ -167,6 +178,13 @@ fn errors_name_the_key() {
             refused.contains("`drr.control`") && refused.contains("HOST:PORT"),
             "{control}: {refused}"
         );
+    }
+    for control in ["drr:4433", "10.0.0.2:1", "[fd00::1]:4433"] {
+        let config = format!(
+            "upstream = 'http://ucs'\ndrr = {{ url = 'http://drr', control = '{control}' }}"
+        );
+        let parsed = UrrConfig::parse(&table(&config), "urr").expect(control);
+        assert_eq!(parsed.drr.map(|drr| drr.control).as_deref(), Some(control));
     }
     assert!(DrrConfig::parse(&table(""))
         .unwrap_err()
