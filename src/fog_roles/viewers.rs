@@ -297,24 +297,31 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
     });
     let mut plays = tokio::task::JoinSet::new();
     for (r, request) in trace.requests.iter().enumerate() {
-        plays.spawn(play(context.clone(), r, request.arrival_s, request.video));
+        // A request that never plays (its ingest or open failed) misses every segment of its
+        // video, so the rates weigh it as the segments it would have had.
+        let segments = context.catalog.videos[request.video].segments.len();
+        let play = play(context.clone(), r, request.arrival_s, request.video);
+        plays.spawn(async move { play.await.map_err(|e| (segments, e)) });
     }
     let mut records = Vec::new();
     let mut methods = Vec::new();
     let mut errors = Vec::new();
+    let mut unplayed = 0;
     for result in plays.join_all().await {
         match result {
             Ok((mut r, method)) => {
                 records.append(&mut r);
                 methods.push(method);
             }
-            Err(e) => errors.push(e),
+            Err((segments, e)) => {
+                unplayed += segments;
+                errors.push(e);
+            }
         }
     }
     records.sort_by_key(|r| (r.request, r.index));
     write_outputs(out, &records)?;
-    let total = records.len() + errors.len();
-    let missed = records.iter().filter(|r| r.missed()).count() + errors.len();
+    let rates = MissRates::of(&records, errors.len(), unplayed);
     let mut by_source: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for r in &records {
         let kind = r.source.split(':').next().unwrap_or("").to_string();
@@ -322,7 +329,6 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
         entry.0 += 1;
         entry.1 += usize::from(r.missed());
     }
-    let per_viewer = viewer_rates(&records);
     // How far the FDN's deadlines lay from the viewers' (none reported counts as unknown).
     let deadline_gap = records
         .iter()
@@ -339,15 +345,16 @@ pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value,
         "origin_unix_s": origin_unix_s,
         "requests": trace.requests.len(),
         "segments": records.len(),
+        "segments_unplayed": unplayed,
         "failed_requests": errors.len(),
         "request_errors": errors.iter().take(5).collect::<Vec<_>>(),
-        "deadline_misses": missed,
+        "deadline_misses": rates.missed,
         "fdn_deadline_gap_max_s": deadline_gap,
         "fdn_deadlines_reported": records.iter().filter(|r| r.fdn_deadline_s.is_some()).count(),
-        "deadline_miss_rate": if total == 0 { 0.0 } else { missed as f64 / total as f64 },
-        "viewer_miss_rate_mean": if per_viewer.is_empty() { 0.0 } else { per_viewer.iter().sum::<f64>() / per_viewer.len() as f64 },
+        "deadline_miss_rate": rates.segments,
+        "viewer_miss_rate_mean": rates.viewers,
         "segments_by_source": by_source.iter().map(|(k, (n, m))| (k.clone(), json!({"segments": n, "missed": m}))).collect::<serde_json::Map<_, _>>(),
-        "failed": total == 0 || errors.len() == trace.requests.len(),
+        "failed": rates.total == 0 || errors.len() == trace.requests.len(),
     }))
 }
 
@@ -363,6 +370,33 @@ fn append_deadline(log: &std::sync::Mutex<RowLog>, now_unix_s: f64, record: &Rec
     let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
     if let Err(e) = log.append(&row) {
         tracing::warn!("{e}");
+    }
+}
+
+/// The summary's deadline-miss rates (the paper's deadline miss rate, over segments, and its
+/// mean over viewers). A stream request that never played (`failed` of them, their videos
+/// `unplayed` segments in all) missed every segment: it weighs as those segments in the
+/// first and as a viewer who missed everything in the second.
+struct MissRates {
+    missed: usize,
+    total: usize,
+    segments: f64,
+    viewers: f64,
+}
+
+impl MissRates {
+    fn of(records: &[Record], failed: usize, unplayed: usize) -> MissRates {
+        let missed = records.iter().filter(|r| r.missed()).count() + unplayed;
+        let total = records.len() + unplayed;
+        let mut per_viewer = viewer_rates(records);
+        per_viewer.extend(std::iter::repeat_n(1.0, failed));
+        let mean = |sum: f64, n: usize| if n == 0 { 0.0 } else { sum / n as f64 };
+        MissRates {
+            missed,
+            total,
+            segments: mean(missed as f64, total),
+            viewers: mean(per_viewer.iter().sum(), per_viewer.len()),
+        }
     }
 }
 
@@ -443,5 +477,31 @@ mod tests {
         assert!(outcome.is_err());
         assert!(started.elapsed() < Duration::from_secs(2));
         accepted.abort();
+    }
+
+    /// A request that never played counts as all its video's segments missed, not as one:
+    /// with one viewer of 10 segments missing 1 and one of 20 turned away, 21 of 30 missed.
+    #[test]
+    fn a_request_that_never_played_misses_every_segment() {
+        let record = |request, index, received_s| Record {
+            request,
+            video: 0,
+            arrival_s: 0.0,
+            fdn: "fdn1".into(),
+            index,
+            deadline_s: 1.0,
+            fdn_deadline_s: None,
+            received_s,
+            source: String::new(),
+        };
+        let records: Vec<Record> = (0..10)
+            .map(|i| record(0, i, Some(if i == 0 { 2.0 } else { 0.5 })))
+            .collect();
+        let rates = MissRates::of(&records, 1, 20);
+        assert_eq!((rates.missed, rates.total), (21, 30));
+        assert!((rates.segments - 0.7).abs() < 1e-12, "{}", rates.segments);
+        assert!((rates.viewers - 0.55).abs() < 1e-12, "{}", rates.viewers);
+        let none = MissRates::of(&[], 0, 0);
+        assert_eq!((none.segments, none.viewers, none.total), (0.0, 0.0, 0));
     }
 }
