@@ -594,8 +594,9 @@ async fn worker(
     }
 }
 
-/// Registers the cache with the cloud, then reads the metadata every period; keeps the last
-/// metadata when the cloud does not answer, and probes each neighbour when it first appears.
+/// Registers the cache with the cloud (again on every new connection), then reads the metadata
+/// every period; keeps the last metadata when the cloud does not answer, and probes each
+/// neighbour when it first appears, and every period after until a probe reaches it.
 ///
 /// A registration the cloud refuses (this FDN's `index` is not its place in the cloud's
 /// `fdns`) ends the loop with the refusal on `refused`: the FDN would take another's cache
@@ -612,6 +613,9 @@ async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>, refused: oneshot:
             client = connect(&cloud_addr, &fdn.config.cloud, &identity)
                 .await
                 .ok();
+            // A new connection may be to a cloud that restarted and knows nothing of this
+            // FDN's cache: registering again is harmless, and neighbours learn the cache.
+            registered = false;
         }
         let Some(c) = client.as_ref() else { continue };
         if !registered {
@@ -661,7 +665,11 @@ async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>, refused: oneshot:
                     for _ in 0..fdn.config.probes {
                         let _ = fdn.transfer(&url, &name, 250_000).await;
                     }
-                    probed.push(name);
+                    // A neighbour no probe reached has no path model, so the estimator never
+                    // picks it and no fetch measures it: it is probed again next period.
+                    if lock(&fdn.state).paths.get(&name).is_some_and(|p| p.known()) {
+                        probed.push(name);
+                    }
                 }
             }
             Ok(_) => {}
