@@ -129,6 +129,11 @@ impl Tickets {
 /// Reports of refused transfers on their way at once.
 const MAX_REFUSAL_REPORTS: usize = 4;
 
+/// The wait before a failed replica fetch is tried again, doubled after each failure up to
+/// [`FETCH_RETRY_MOST`].
+const FETCH_RETRY_FIRST: Duration = Duration::from_millis(250);
+const FETCH_RETRY_MOST: Duration = Duration::from_secs(4);
+
 impl Server {
     fn slot_of(&self, content: u32) -> Option<Slot> {
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
@@ -257,7 +262,12 @@ impl Server {
         }
     }
 
-    /// Starts fetching `content` into `slot` from `from`; the slot waits for it.
+    /// Starts fetching `content` into `slot` from `from`; the slot waits for it. A fetch that
+    /// fails is tried again, from the data center (which holds every content) and after a
+    /// growing wait, until it succeeds or the slot is given to another content: a replica that
+    /// could not be had at first (a peer that had not its own bytes yet, the data center not
+    /// yet listening when the farm is filled) is had later, not left empty for good while the
+    /// dispatcher sends requests to it.
     fn fetch_into(self: &Arc<Self>, slot: usize, content: u32, from: &Source, kind: &str) {
         let (tx, rx) = watch::channel(None);
         {
@@ -265,18 +275,33 @@ impl Server {
             slots[slot] = Some(Slot { content, bytes: rx });
         }
         self.changed.send_replace(());
-        let host = match from {
-            Source::DataCenter => self.config.datacenter.clone(),
-            Source::Peer(peer) => peer.clone(),
+        let (port, kind) = (self.config.port, kind.to_string());
+        let url_at = move |host: &str| format!("http://{host}:{port}/{kind}/{content}");
+        let mut url = match from {
+            Source::DataCenter => url_at(&self.config.datacenter),
+            Source::Peer(peer) => url_at(peer),
         };
-        let url = format!("http://{host}:{}/{kind}/{content}", self.config.port);
         let server = self.clone();
         tokio::spawn(async move {
-            match server.fetch(&url, content).await {
-                Ok(bytes) => {
-                    let _ = tx.send(Some(bytes));
+            let mut wait = FETCH_RETRY_FIRST;
+            loop {
+                let failure = match server.fetch(&url, content).await {
+                    Ok(bytes) => {
+                        let _ = tx.send(Some(bytes));
+                        return;
+                    }
+                    Err(e) => e,
+                };
+                tracing::warn!(
+                    "farm-server {}: fetching {url}: {failure}; trying the data center in {wait:?}",
+                    server.node
+                );
+                tokio::select! {
+                    () = tx.closed() => return,
+                    () = tokio::time::sleep(wait) => {}
                 }
-                Err(e) => tracing::warn!("farm-server {}: fetching {url}: {e}", server.node),
+                url = url_at(&server.config.datacenter);
+                wait = (wait * 2).min(FETCH_RETRY_MOST);
             }
         });
     }
@@ -439,6 +464,8 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::TempDir;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// Only a ticket the dispatcher's key made for this server and content takes a transfer,
     /// once: none, a made-up one, one for another server or content, one already taken or
@@ -480,5 +507,72 @@ mod tests {
         assert_eq!(take(&query("s1", 7, 5), 7), stale, "taken twice");
         assert_eq!(take(&query("s1", 7, 3), 7), stale, "older than one taken");
         assert_eq!(take(&query("s1", 9, 8), 9), Ok(8));
+    }
+
+    /// A replica whose source fails (a peer that does not answer, the data center not yet
+    /// listening) is not left empty: it is fetched from the data center once that answers.
+    #[tokio::test]
+    async fn a_failed_replica_fetch_is_had_from_the_data_center_later() {
+        let certs = TempDir::new("farm-server-retry");
+        crate::control::issue_lab_certs(&certs.0, "retry", &["s1"]).unwrap();
+        let identity = Arc::new(Identity::load(&certs.0, "s1").unwrap());
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let config = ServerConfig {
+            dispatcher: "dispatcher".into(),
+            datacenter: "127.0.0.1".into(),
+            slots: 1,
+            service: Duration::from_millis(1),
+            object_size: 1000,
+            port,
+            control_port: 1,
+            fetch_timeout: Duration::from_secs(3),
+            seed: 1,
+        };
+        let server = Arc::new(Server {
+            slots: Mutex::new(vec![None]),
+            changed: watch::channel(()).0,
+            busy: AtomicBool::new(false),
+            tickets: Mutex::default(),
+            rng: Mutex::new(StdRng::seed_from_u64(1)),
+            http: reqwest::Client::builder()
+                .timeout(config.fetch_timeout)
+                .build()
+                .unwrap(),
+            dispatcher: tokio::sync::Mutex::new(Peer::new(&config.dispatcher)),
+            refusals: Arc::new(tokio::sync::Semaphore::new(MAX_REFUSAL_REPORTS)),
+            identity,
+            node: "s1".into(),
+            config,
+        });
+        server.fetch_into(0, 3, &Source::Peer("127.0.0.2".into()), "copy");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let slot = server.slot_of(3).expect("the slot holds the content");
+        assert!(slot.bytes.borrow().is_none(), "fetched from nowhere");
+        let datacenter = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        let paths = Arc::new(Mutex::new(Vec::new()));
+        let seen = paths.clone();
+        let serving = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = datacenter.accept().await {
+                let mut request = [0; 1024];
+                let n = stream.read(&mut request).await.unwrap_or(0);
+                let line = String::from_utf8_lossy(&request[..n])
+                    .lines()
+                    .next()
+                    .map(str::to_string);
+                seen.lock().unwrap().extend(line);
+                let head = "HTTP/1.1 200 OK\r\ncontent-length: 1000\r\nconnection: close\r\n\r\n";
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(&expected(3, 1000)).await;
+            }
+        });
+        let bytes = server.bytes_of(3).await.expect("the replica arrives");
+        assert_eq!(bytes, expected(3, 1000));
+        assert_eq!(*paths.lock().unwrap(), ["GET /copy/3 HTTP/1.1"]);
+        serving.abort();
     }
 }
