@@ -35,7 +35,8 @@ impl DataCenter {
             return error(StatusCode::NOT_FOUND, "no such content");
         };
         let size = self.config.object_size;
-        {
+        // A HEAD sends no bytes: only GETs are the data center's load.
+        if request.method() == hyper::Method::GET {
             let mut guard = self.usage.lock().unwrap_or_else(|e| e.into_inner());
             let usage = &mut *guard;
             let (requests, bytes) = match kind {

@@ -374,10 +374,16 @@ impl Server {
                 }
                 match holds {
                     None => ServerResponse::Refused(format!("no slot {slot}")),
-                    Some(held) if held.is_some() && held != Some(evict) => {
-                        ServerResponse::Refused(format!("slot {slot} holds {held:?}, not {evict}"))
-                    }
-                    Some(_) => {
+                    Some(held) => {
+                        // The dispatcher's coordinator decides what each slot holds; a slot
+                        // that holds something else (an earlier replacement that never came)
+                        // follows it rather than stay apart from it for good.
+                        if held.is_some() && held != Some(evict) {
+                            tracing::warn!(
+                                "farm-server {}: slot {slot} holds {held:?}, the dispatcher replaces {evict}",
+                                self.node
+                            );
+                        }
                         tracing::info!(
                             "farm-server {}: slot {slot}: {evict} → {content} from {from:?}",
                             self.node

@@ -41,8 +41,9 @@ use record::{Interval, Recorder};
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 
 /// How long filling the farm may take before the dispatcher gives up.
 const FILL_DEADLINE: Duration = Duration::from_secs(120);
@@ -80,8 +81,8 @@ struct Dispatcher {
     state: Mutex<State>,
     /// Server name → index.
     index: HashMap<String, u32>,
-    /// One line per server, for replacements.
-    lines: Vec<ServerLine>,
+    /// Each server's replacements waiting their turn, in the order the coordinator made them.
+    replacements: Vec<mpsc::Sender<(Copy, Source)>>,
     /// Makes the tickets of the redirects (the servers check them with its bytes, sent in
     /// `Fill`).
     tickets: TokenKey,
@@ -90,14 +91,6 @@ struct Dispatcher {
 /// Replacements one server may have waiting at once: each call may take seconds when the
 /// server is slow or gone, while losses, which anyone's requests cause, keep coming.
 const MAX_WAITING_REPLACEMENTS: usize = 64;
-
-/// The dispatcher's line to one server's control service.
-struct ServerLine {
-    /// The kept connection; replacements to one server go one at a time, in order.
-    peer: tokio::sync::Mutex<Peer>,
-    /// Room for the replacements waiting their turn; one past it fails at once.
-    room: Arc<tokio::sync::Semaphore>,
-}
 
 impl Dispatcher {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -110,7 +103,17 @@ impl Dispatcher {
     }
 
     fn handle(self: &Arc<Self>, request: &Request<hyper::body::Incoming>) -> Response<Body> {
-        if let Some(refusal) = http::refuse_method(request.method()) {
+        // Every request is a transfer the coordinator assigns (a server busy for its lease, a
+        // loss that may start a replica), so only a GET, which takes one, is a request.
+        if request.method() != hyper::Method::GET {
+            let mut refusal = error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format_args!("method {} is not allowed; use GET", request.method()),
+            );
+            (refusal.headers_mut()).insert(
+                hyper::header::ALLOW,
+                hyper::header::HeaderValue::from_static("GET"),
+            );
             return refusal;
         }
         let n = self.config.system.n();
@@ -153,15 +156,8 @@ impl Dispatcher {
                 }
                 _ => Source::DataCenter,
             };
-            let room = self.lines[copy.server as usize].room.clone();
-            match room.try_acquire_owned() {
-                Ok(place) => {
-                    let dispatcher = self.clone();
-                    tokio::spawn(async move {
-                        dispatcher.replace(copy, from).await;
-                        drop(place);
-                    });
-                }
+            match self.replacements[copy.server as usize].try_send((copy, from)) {
+                Ok(()) => {}
                 Err(_) => {
                     tracing::warn!(
                         "farm-dispatcher: {} has {MAX_WAITING_REPLACEMENTS} replacements waiting; replica {copy:?} not sent",
@@ -183,8 +179,8 @@ impl Dispatcher {
         response
     }
 
-    /// Tells the server of `copy` to make it.
-    async fn replace(&self, copy: Copy, from: Source) {
+    /// Tells the server of `copy`, over `peer`, to make it.
+    async fn replace(&self, peer: &mut Peer, copy: Copy, from: Source) {
         let d = self.config.system.d() as u32;
         let request = ServerRequest::Replace {
             slot: copy.slot % d,
@@ -193,10 +189,7 @@ impl Dispatcher {
             from,
         };
         let server = copy.server as usize;
-        let answer: Option<ServerResponse> = self.lines[server]
-            .peer
-            .lock()
-            .await
+        let answer: Option<ServerResponse> = peer
             .call(
                 self.config.control_port,
                 &self.identity,
@@ -324,6 +317,22 @@ async fn measure(
         .await
 }
 
+/// Sends one server its replacements over `line`, one at a time in the order they were
+/// queued: spawned one by one, two replacements of a slot could reach the server the other way
+/// round, and leave it holding what the coordinator had already replaced.
+async fn send_replacements(
+    dispatcher: Weak<Dispatcher>,
+    mut line: Peer,
+    mut queue: mpsc::Receiver<(Copy, Source)>,
+) {
+    while let Some((copy, from)) = queue.recv().await {
+        let Some(dispatcher) = dispatcher.upgrade() else {
+            return;
+        };
+        dispatcher.replace(&mut line, copy, from).await;
+    }
+}
+
 pub async fn run(
     config: DispatcherConfig,
     env: NodeEnv,
@@ -343,17 +352,15 @@ pub async fn run(
     let (n, d) = (config.system.n(), config.system.d());
     let scheme = scheme_of(config.replication);
     let coordinator = Coordinator::new(n, d, slots, scheme, config.lfl_tau, &mut rng);
+    let (replacements, queues): (Vec<_>, Vec<_>) = (config.servers.iter())
+        .map(|_| mpsc::channel(MAX_WAITING_REPLACEMENTS))
+        .unzip();
     let dispatcher = Arc::new(Dispatcher {
         index: (config.servers.iter().enumerate())
             .map(|(i, name)| (name.clone(), i as u32))
             .collect(),
         tickets,
-        lines: (config.servers.iter())
-            .map(|name| ServerLine {
-                peer: tokio::sync::Mutex::new(Peer::new(name)),
-                room: Arc::new(tokio::sync::Semaphore::new(MAX_WAITING_REPLACEMENTS)),
-            })
-            .collect(),
+        replacements,
         state: Mutex::new(State {
             coordinator,
             rng,
@@ -365,6 +372,10 @@ pub async fn run(
         identity: identity.clone(),
         config: config.clone(),
     });
+    for (name, queue) in config.servers.iter().zip(queues) {
+        let line = Peer::new(name);
+        tokio::spawn(send_replacements(Arc::downgrade(&dispatcher), line, queue));
+    }
     let for_control = dispatcher.clone();
     let control = crate::control::serve(
         any_address(config.control_port),
