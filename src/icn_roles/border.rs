@@ -24,7 +24,7 @@ use crate::roles::control::DEFAULT_CONTROL_PORT;
 use crate::roles::env::NodeEnv;
 use crate::roles::fetch::body_at_most;
 use crate::roles::http::any_address;
-use crate::roles::http::semantics::error;
+use crate::roles::http::semantics::{error, refuse_method};
 use crate::roles::http::spawn_http;
 use crate::roles::http::{Body, ServeOptions};
 use hyper::header::{HeaderValue, CONTENT_LENGTH};
@@ -207,6 +207,9 @@ struct Border {
 
 impl Border {
     async fn handle_http(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
+        if let Some(refusal) = refuse_method(request.method()) {
+            return refusal;
+        }
         let path = request.uri().path().to_string();
         let app = super::application(&path);
         let site = self

@@ -158,6 +158,9 @@ struct Site {
 
 impl Site {
     fn handle_http(&self, request: &Request<hyper::body::Incoming>) -> Response<Body> {
+        if let Some(refusal) = http::refuse_method(request.method()) {
+            return refusal;
+        }
         let path = request.uri().path();
         if path == "/.site/probe" {
             return http::json(&serde_json::json!({ "site": self.node }));
@@ -172,11 +175,14 @@ impl Site {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("unknown");
         let size = self.config.object_size;
-        self.counters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .demand
-            .add(app, region, size);
+        // A HEAD sends no bytes, so it is no demand on the site.
+        if request.method() == hyper::Method::GET {
+            self.counters
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .demand
+                .add(app, region, size);
+        }
         let mut response = http::payload(
             // A stable hash of the name: the same bytes at every site.
             Payload::numbered(hash64(path.as_bytes())),
