@@ -64,19 +64,28 @@ impl Shared {
         let Some(peer) = self.config.peers.iter().position(|p| p == caller.as_str()) else {
             return TrackerResponse::Refused(format!("{} is not a peer", caller.as_str()));
         };
+        self.handle_peer(peer, request)
+    }
+
+    /// `request` from the `peer`-th configured peer.
+    fn handle_peer(&self, peer: usize, request: TrackerRequest) -> TrackerResponse {
         let mut state = self.lock();
         // Read under the lock, so the tracker sees its calls' times in order.
         let now = self.now_s();
         match request {
             TrackerRequest::Slot { playing, want } => {
+                let chunks = self.config.catalogue.chunks;
+                if let Some(chunk) = want.filter(|&chunk| chunk as usize >= chunks) {
+                    state.refused += 1;
+                    return TrackerResponse::Refused(format!(
+                        "chunk {chunk} is past the catalogue of {chunks} chunks"
+                    ));
+                }
                 if let Err(why) = state.tracker.heard(peer, now, playing) {
                     state.refused += 1;
                     return TrackerResponse::Refused(why);
                 }
                 let source = want.map(|chunk| {
-                    if chunk as usize >= self.config.catalogue.chunks {
-                        return Source::Cloud;
-                    }
                     let State { tracker, rng, .. } = &mut *state;
                     match tracker.locate(peer, chunk, now, rng).choice {
                         Choice::Peer(p) => Source::Peer {
@@ -98,7 +107,7 @@ impl Shared {
             },
             TrackerRequest::Leave => {
                 state.tracker.left(peer);
-                tracing::info!("p2p-tracker: peer {} left", caller.as_str());
+                tracing::info!("p2p-tracker: peer {} left", self.config.peers[peer]);
                 TrackerResponse::Noted
             }
         }
@@ -249,4 +258,58 @@ pub async fn run(
     ticker.abort();
     shared.record()?;
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chunk past the catalogue is refused and counted, not sent to the cloud, and the
+    /// slot it came with is not heard.
+    #[test]
+    fn a_chunk_past_the_catalogue_is_refused() {
+        let table: toml::Table = r#"
+            peers = ["p1", "p2"]
+            peer_isp = ["1", "1"]
+            upload = ["10"]
+            gateways = ["isp1"]
+            "#
+        .parse()
+        .expect("TOML");
+        let config = super::super::config::tracker(&table).expect("a tracker");
+        let chunks = config.catalogue.chunks as u32;
+        let shared = Shared {
+            origin: Instant::now(),
+            state: Mutex::new(State {
+                tracker: Tracker::new(config.params.clone()).unwrap(),
+                rng: StdRng::seed_from_u64(1),
+                samples: Newest::new(MAX_SAMPLES, MAX_SAMPLE_BYTES),
+                refused: 0,
+            }),
+            out: PathBuf::from("."),
+            config,
+        };
+        let slot = |want| TrackerRequest::Slot {
+            playing: true,
+            want: Some(want),
+        };
+        let TrackerResponse::Refused(why) = shared.handle_peer(0, slot(chunks)) else {
+            panic!("a chunk past the catalogue was dispatched");
+        };
+        assert_eq!(
+            why,
+            format!("chunk {chunks} is past the catalogue of {chunks} chunks")
+        );
+        assert_eq!(shared.lock().refused, 1);
+        let answer = shared.handle_peer(0, slot(chunks - 1));
+        assert!(
+            matches!(answer, TrackerResponse::Slot { source: Some(_) }),
+            "{answer:?}"
+        );
+        assert_eq!(
+            shared.lock().refused,
+            1,
+            "a chunk in the catalogue was refused"
+        );
+    }
 }
