@@ -184,18 +184,27 @@ impl<'a> Keys<'a> {
     /// at most `most` of them. A name listed twice is refused: a role knows a caller by its
     /// certificate's name, so the second entry could never be told apart from the first.
     pub fn node_names(&self, key: &str, most: usize) -> Result<Vec<String>, String> {
-        let names = self.items(key)?;
+        let names = self.distinct_items(key)?;
         if names.len() > most {
             return self.fail(key, format!("at most {most} nodes, not {}", names.len()));
         }
-        let mut seen = std::collections::HashSet::new();
         for name in &names {
             self.node_name(key, name)?;
-            if !seen.insert(name.as_str()) {
-                return self.fail(key, format!("`{name}` is listed twice"));
-            }
         }
         Ok(names)
+    }
+
+    /// A required list (see [`Keys::items`]) in which no item is listed twice: each names one
+    /// thing that others refer to by position or by name.
+    pub fn distinct_items(&self, key: &str) -> Result<Vec<String>, String> {
+        let items = self.items(key)?;
+        let mut seen = std::collections::HashSet::new();
+        for item in &items {
+            if !seen.insert(item.as_str()) {
+                return self.fail(key, format!("`{item}` is listed twice"));
+            }
+        }
+        Ok(items)
     }
 
     /// A required list of finite numbers ≥ 0 (see [`Keys::items`]).

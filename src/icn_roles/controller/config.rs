@@ -36,11 +36,11 @@ pub fn config(table: &Table) -> Result<ControllerConfig, String> {
     keys.only(KEYS, "role controller")?;
     let sites = keys.node_names("sites", super::MAX_NODES)?;
     let borders = keys.node_names("borders", super::MAX_NODES)?;
-    let regions = keys.items("regions")?;
+    let regions = keys.distinct_items("regions")?;
     for region in &regions {
         crate::topology::check_node_name(region, "region").or_else(|e| keys.fail("regions", e))?;
     }
-    let apps = keys.items("apps")?;
+    let apps = keys.distinct_items("apps")?;
     if regions.len() != borders.len() {
         return keys.fail("regions", "needs one region name per border router");
     }
@@ -200,5 +200,16 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.contains("`users`"), "{e}");
+        for (from, to, want) in [
+            (
+                "regions = [\"r1\", \"r2\"]",
+                "regions = [\"r1\", \"r1\"]",
+                "`regions`: `r1`",
+            ),
+            ("apps = \"a1,a2\"", "apps = \"a1,a1\"", "`apps`: `a1`"),
+        ] {
+            let e = config(&table(&GOOD.replace(from, to))).unwrap_err();
+            assert!(e.contains(&format!("{want} is listed twice")), "{to}: {e}");
+        }
     }
 }
