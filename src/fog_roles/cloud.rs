@@ -148,22 +148,27 @@ impl Cloud {
     /// measured (`lat=NAME:SECONDS,...`).
     fn ingest(&self, query: &str) -> Result<String, String> {
         let list = http::query_value(query, "lat").ok_or("expected ?lat=FDN:SECONDS,...")?;
-        let up = self.up_names();
-        let mut best: Option<(String, f64)> = None;
-        for item in list.split(',').filter(|s| !s.is_empty()) {
-            let (name, seconds) = item
-                .split_once(':')
-                .ok_or_else(|| format!("`{item}` is not FDN:SECONDS"))?;
-            let seconds: f64 = seconds
-                .parse()
-                .map_err(|_| format!("`{seconds}` is not a number of seconds"))?;
-            if up.iter().any(|u| u == name) && best.as_ref().is_none_or(|(_, s)| seconds < *s) {
-                best = Some((name.to_string(), seconds));
-            }
-        }
-        best.map(|(name, _)| name)
-            .ok_or_else(|| "no FDN that is up was measured".to_string())
+        closest_up(list, &self.up_names())
     }
+}
+
+/// Of the FDNs `up`, the one with the lowest latency in `list` (`NAME:SECONDS,...`, as the
+/// viewer measured them).
+fn closest_up(list: &str, up: &[String]) -> Result<String, String> {
+    let mut best: Option<(String, f64)> = None;
+    for item in list.split(',').filter(|s| !s.is_empty()) {
+        let (name, seconds) = item
+            .split_once(':')
+            .ok_or_else(|| format!("`{item}` is not FDN:SECONDS"))?;
+        let seconds: f64 = (seconds.parse().ok())
+            .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+            .ok_or_else(|| format!("`{seconds}` is not a number of seconds ≥ 0"))?;
+        if up.iter().any(|u| u == name) && best.as_ref().is_none_or(|(_, s)| seconds < *s) {
+            best = Some((name.to_string(), seconds));
+        }
+    }
+    best.map(|(name, _)| name)
+        .ok_or_else(|| "no FDN that is up was measured".to_string())
 }
 
 /// The fog monitor, one task per FDN: a heartbeat every `heartbeat` over a kept connection,
@@ -354,5 +359,21 @@ mod tests {
             call("fdn1", CloudRequest::Metadata).await.unwrap(),
             CloudResponse::Metadata(_)
         ));
+    }
+
+    /// The closest FDN that is up is chosen; a latency that is no number of seconds (NaN, which
+    /// no comparison would ever replace, or one below zero) is refused by name.
+    #[test]
+    fn ingestion_picks_the_closest_fdn_up_and_refuses_bad_latencies() {
+        let up = ["fdn1".to_string(), "fdn2".to_string()];
+        assert_eq!(
+            closest_up("fdn3:0.001,fdn2:0.02,fdn1:0.01", &up).unwrap(),
+            "fdn1"
+        );
+        for bad in ["NaN", "-0.5", "inf", "x"] {
+            let e = closest_up(&format!("fdn1:{bad},fdn2:0.02"), &up).unwrap_err();
+            assert_eq!(e, format!("`{bad}` is not a number of seconds ≥ 0"));
+        }
+        assert!(closest_up("fdn3:0.001", &up).is_err());
     }
 }
