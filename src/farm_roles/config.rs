@@ -346,12 +346,11 @@ pub fn load(table: &Table) -> Result<LoadConfig, String> {
             }
         },
     };
-    let duration = keys
-        .duration("duration")?
-        .unwrap_or(Duration::from_secs(60));
-    if duration.is_zero() {
-        return keys.fail("duration", "must be above 0");
-    }
+    let duration = keys.duration_within(
+        "duration",
+        Duration::from_secs(60),
+        Duration::from_nanos(1)..=Duration::from_secs(24 * 3600),
+    )?;
     Ok(LoadConfig {
         model,
         dispatcher: name(&keys, "dispatcher", "dispatcher")?,
@@ -453,6 +452,13 @@ contents = "6"
         assert!(error.starts_with("config key `rho`"), "{error}");
         let error = load(&table(&format!("{base}change = \"shift:0\""))).unwrap_err();
         assert!(error.starts_with("config key `change`"), "{error}");
+        for duration in ["0s", "86401s"] {
+            let error = load(&table(&format!("{base}duration = \"{duration}\""))).unwrap_err();
+            assert!(
+                error.starts_with("config key `duration`: must be"),
+                "{error}"
+            );
+        }
         let ok = load(&table(&format!("{base}change = \"shift:3\""))).unwrap();
         assert_eq!(ok.change, Some(Change::Shift(3)));
     }
