@@ -48,12 +48,19 @@ impl Controller {
     /// The SM module: one measurement of every site and border.
     async fn measure(&mut self) -> Vec<Option<SiteUsage>> {
         let (port, limit) = (self.config.control_port, self.config.sm_period * 4 / 5);
-        let requests = vec![SiteRequest::Measure; self.sites.len()];
-        let usages: Vec<Option<SiteResponse>> =
-            call_all(&mut self.sites, port, &self.identity, requests, limit).await;
-        let requests = vec![BorderRequest::Report; self.borders.len()];
-        let reports: Vec<Option<BorderResponse>> =
-            call_all(&mut self.borders, port, &self.identity, requests, limit).await;
+        let site_requests = vec![SiteRequest::Measure; self.sites.len()];
+        let border_requests = vec![BorderRequest::Report; self.borders.len()];
+        // Sites and borders are asked at once, so one measurement takes one limit, not two.
+        let (usages, reports): (Vec<Option<SiteResponse>>, Vec<Option<BorderResponse>>) = tokio::join!(
+            call_all(&mut self.sites, port, &self.identity, site_requests, limit),
+            call_all(
+                &mut self.borders,
+                port,
+                &self.identity,
+                border_requests,
+                limit
+            ),
+        );
         for (l, report) in reports.into_iter().enumerate() {
             let Some(BorderResponse::Report(report)) = report else {
                 self.border_rules[l] = None;
