@@ -81,10 +81,23 @@ struct Session {
 }
 
 impl Session {
+    /// Keeps `fetch` to abort with the session, or aborts it now if the session was already
+    /// dropped (it can expire while its fetches are still being started).
+    fn track(&self, fetch: AbortHandle) {
+        let mut fetches = lock(&self.fetches);
+        // `cancel` sets the flag before it takes the list, so a fetch is either in the list
+        // it drains or sees the flag here.
+        if self.cancelled.load(Ordering::SeqCst) {
+            fetch.abort();
+        } else {
+            fetches.push(fetch);
+        }
+    }
+
     /// Stops the work still pending for a session nobody will read any more, and fails its
     /// segments not yet here: a read still waiting on one gets its answer now.
     fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Relaxed);
+        self.cancelled.store(true, Ordering::SeqCst);
         for fetch in lock(&self.fetches).drain(..) {
             fetch.abort();
         }
@@ -293,7 +306,7 @@ impl Fdn {
                 }
                 Source::Cloud => {
                     let fetch = tokio::spawn(self.clone().fetch(session.clone(), index, None));
-                    lock(&session.fetches).push(fetch.abort_handle());
+                    session.track(fetch.abort_handle());
                 }
                 Source::Neighbor(k) => {
                     let name = state
@@ -303,7 +316,7 @@ impl Fdn {
                         .find(|f| f.index as usize == k)
                         .map(|f| f.name.clone());
                     let fetch = tokio::spawn(self.clone().fetch(session.clone(), index, name));
-                    lock(&session.fetches).push(fetch.abort_handle());
+                    session.track(fetch.abort_handle());
                 }
             }
         }
