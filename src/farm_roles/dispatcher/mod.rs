@@ -138,6 +138,11 @@ impl Dispatcher {
                 ticket = Some(assignment.ticket);
             }
             state.interval.request(content, &step);
+            // Queued under the lock that decided it, so one slot's replacements are queued,
+            // and sent, in the order the coordinator made them.
+            if let Some(copy) = step.copy {
+                self.queue_replacement(copy, step.decision, &mut state.interval);
+            }
             (step, ticket)
         };
         let port = self.config.server_port;
@@ -149,24 +154,6 @@ impl Dispatcher {
             }
             _ => format!("http://{}:{port}/c/{content}", self.config.datacenter),
         };
-        if let Some(copy) = step.copy {
-            let from = match (copy.trigger, step.decision) {
-                (Trigger::Virtual, Decision::Serve { server }) => {
-                    Source::Peer(self.config.servers[server as usize].clone())
-                }
-                _ => Source::DataCenter,
-            };
-            match self.replacements[copy.server as usize].try_send((copy, from)) {
-                Ok(()) => {}
-                Err(_) => {
-                    tracing::warn!(
-                        "farm-dispatcher: {} has {MAX_WAITING_REPLACEMENTS} replacements waiting; replica {copy:?} not sent",
-                        self.config.servers[copy.server as usize]
-                    );
-                    self.lock().interval.replace_failed += 1;
-                }
-            }
-        }
         let mut response = http::redirect(location);
         let decision = match step.decision {
             Decision::Serve { .. } => "served",
@@ -177,6 +164,27 @@ impl Dispatcher {
             hyper::header::HeaderValue::from_static(decision),
         );
         response
+    }
+
+    /// Queues `copy` for its server; one past the queue's room is counted as failed. From the
+    /// peer that serves the request on a virtual loss, else from the data center.
+    fn queue_replacement(&self, copy: Copy, decision: Decision, interval: &mut Interval) {
+        let from = match (copy.trigger, decision) {
+            (Trigger::Virtual, Decision::Serve { server }) => {
+                Source::Peer(self.config.servers[server as usize].clone())
+            }
+            _ => Source::DataCenter,
+        };
+        if self.replacements[copy.server as usize]
+            .try_send((copy, from))
+            .is_err()
+        {
+            tracing::warn!(
+                "farm-dispatcher: {} has {MAX_WAITING_REPLACEMENTS} replacements waiting; replica {copy:?} not sent",
+                self.config.servers[copy.server as usize]
+            );
+            interval.replace_failed += 1;
+        }
     }
 
     /// Tells the server of `copy`, over `peer`, to make it.
