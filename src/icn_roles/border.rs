@@ -227,28 +227,34 @@ impl Border {
             );
         };
         let url = format!("http://{site}:{}{path}", self.config.site_port);
-        match self.fetch(&url).await {
+        match self.fetch(request.method(), &url).await {
             Ok(response) => response,
             Err(e) => error(StatusCode::BAD_GATEWAY, format!("{url}: {e}")),
         }
     }
 
-    async fn fetch(&self, url: &str) -> Result<Response<Body>, String> {
+    /// Asks the site with the client's own method (GET or HEAD): a HEAD is no demand on the
+    /// site, and its answer keeps the site's length with no body.
+    async fn fetch(&self, method: &hyper::Method, url: &str) -> Result<Response<Body>, String> {
         let upstream = self
             .client
-            .get(url)
+            .request(method.clone(), url)
             .header("x-icn-region", &self.config.region)
             .send()
             .await
             .map_err(|e| e.to_string())?;
         let status = upstream.status();
         let site = upstream.headers().get("x-icn-site").cloned();
+        let stated = upstream.headers().get(CONTENT_LENGTH).cloned();
         let body = body_at_most(upstream, super::MAX_OBJECT_BYTES).await?;
-        let length = body.len();
+        let length = match stated {
+            Some(stated) if method == hyper::Method::HEAD => stated,
+            _ => HeaderValue::from(body.len()),
+        };
         let mut response = Response::new(Body::bytes(body));
         *response.status_mut() = status;
         let headers = response.headers_mut();
-        headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+        headers.insert(CONTENT_LENGTH, length);
         if let Some(site) = site {
             headers.insert("x-icn-site", site);
         }
