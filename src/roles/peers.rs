@@ -21,9 +21,8 @@ impl Peer {
         }
     }
 
-    /// One call, the connection (made again if it failed) and the answer together awaited up
-    /// to `limit`, so that a caller with a period to keep (the ICN controller's SM period)
-    /// waits no longer than it said.
+    /// One call, the connection (made again if it failed) and the answer each awaited up to
+    /// `limit`.
     pub async fn call<Req, Resp>(
         &mut self,
         port: u16,
@@ -35,13 +34,12 @@ impl Peer {
         Req: serde::Serialize,
         Resp: serde::de::DeserializeOwned,
     {
-        let deadline = tokio::time::Instant::now() + limit;
         if self.client.is_none() {
             let addr = format!("{}:{port}", self.name);
             let connect = crate::roles::control::connect(&addr, &self.name, id);
-            self.client = tokio::time::timeout_at(deadline, connect).await.ok()?.ok();
+            self.client = tokio::time::timeout(limit, connect).await.ok()?.ok();
         }
-        let answer = tokio::time::timeout_at(deadline, self.client.as_ref()?.call(request)).await;
+        let answer = tokio::time::timeout(limit, self.client.as_ref()?.call(request)).await;
         match answer {
             Ok(Ok(response)) => Some(response),
             Ok(Err(_)) => {
