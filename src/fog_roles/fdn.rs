@@ -609,7 +609,7 @@ async fn worker(
 
 /// Registers the cache with the cloud (again on every new connection), then reads the metadata
 /// every period; keeps the last metadata when the cloud does not answer, and probes each
-/// neighbour when it first appears, and every period after until a probe reaches it.
+/// neighbour when it first appears, and again each period until a probe reaches it.
 ///
 /// A registration the cloud refuses (this FDN's `index` is not its place in the cloud's
 /// `fdns`) ends the loop with the refusal on `refused`: the FDN would take another's cache
@@ -618,7 +618,8 @@ async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>, refused: oneshot:
     let cloud_addr = format!("{}:{}", fdn.config.cloud, fdn.config.control_port);
     let mut client: Option<Client> = None;
     let mut registered = false;
-    let mut probed: Vec<String> = Vec::new();
+    // The probes under way, if any: one task, which probes its neighbours one at a time.
+    let mut probing: Option<tokio::task::JoinHandle<()>> = None;
     let mut ticker = tokio::time::interval(fdn.config.metadata_interval);
     loop {
         ticker.tick().await;
@@ -664,29 +665,38 @@ async fn metadata_loop(fdn: Arc<Fdn>, identity: Arc<Identity>, refused: oneshot:
                 for f in &mut metadata.fdns {
                     f.cached.sort_unstable();
                 }
-                let new: Vec<String> = metadata
+                let neighbours: Vec<String> = metadata
                     .fdns
                     .iter()
-                    .filter(|f| {
-                        f.up && f.index as usize != fdn.config.index && !probed.contains(&f.name)
-                    })
+                    .filter(|f| f.up && f.index as usize != fdn.config.index)
                     .map(|f| f.name.clone())
                     .collect();
                 lock(&fdn.state).metadata = metadata;
-                for name in new {
-                    let url = format!("http://{name}/probe?bytes=250000");
-                    for _ in 0..fdn.config.probes {
-                        let _ = fdn.transfer(&url, &name, 250_000).await;
-                    }
-                    // A neighbour no probe reached has no path model, so the estimator never
-                    // picks it and no fetch measures it: it is probed again next period.
-                    if lock(&fdn.state).paths.get(&name).is_some_and(|p| p.known()) {
-                        probed.push(name);
-                    }
+                // A neighbour no probe has reached yet has no path model, so the estimator never
+                // picks it and no fetch measures it: it is probed until one does. The probes
+                // run beside this loop, so one that cannot be reached does not hold the
+                // metadata back by its timeouts, and one after another, as before, so that
+                // they do not share this FDN's links and measure each other.
+                let unknown: Vec<String> = (neighbours.into_iter())
+                    .filter(|name| !lock(&fdn.state).paths.get(name).is_some_and(|p| p.known()))
+                    .collect();
+                let idle = probing.as_ref().is_none_or(|probe| probe.is_finished());
+                if idle && !unknown.is_empty() && fdn.config.probes > 0 {
+                    probing = Some(tokio::spawn(probe_neighbours(fdn.clone(), unknown)));
                 }
             }
             Ok(_) => {}
             Err(_) => client = None,
+        }
+    }
+}
+
+/// Probes each of `neighbours` in turn, `probes` transfers each, learning the paths.
+async fn probe_neighbours(fdn: Arc<Fdn>, neighbours: Vec<String>) {
+    for name in neighbours {
+        let url = format!("http://{name}/probe?bytes=250000");
+        for _ in 0..fdn.config.probes {
+            let _ = fdn.transfer(&url, &name, 250_000).await;
         }
     }
 }
