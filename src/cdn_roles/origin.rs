@@ -155,9 +155,15 @@ impl OriginCache {
             .and_then(|v| v.to_str().ok())
             .filter(|tag| tag.len() >= 2 && tag.starts_with('"') && tag.ends_with('"'))
             .map(str::to_string);
-        // Its stated length, or the most it may be when it states none (a longer one is
-        // refused by `body_at_most`, and one that states a length sends no more).
-        let length = (response.content_length()).map_or(self.largest, |n| n.min(self.largest));
+        // Its stated length, or the most it may be when it states none (one that states a
+        // length sends no more). A longer one is refused before it waits for room.
+        let length = response.content_length().unwrap_or(self.largest);
+        if length > self.largest {
+            return Err(failed(&format_args!(
+                "Content-Length {length}, above the limit of {} bytes",
+                self.largest
+            )));
+        }
         let _reserved = self
             .reserve(length, deadline)
             .await
