@@ -361,9 +361,10 @@ fn check_partial(response: &reqwest::Response, range: ByteRange) -> Result<(), S
         return Err(format!("answered 206 to {asked} without a Content-Range"));
     };
     let text = value.to_str().unwrap_or("");
-    let first_last = text
-        .strip_prefix("bytes ")
-        .and_then(|rest| rest.split_once('/'))
+    // `bytes FIRST-LAST/COMPLETE` (RFC 9110 §14.4), the unit in any case (§14.1).
+    let first_last = (text.split_once(' '))
+        .filter(|(unit, _)| unit.eq_ignore_ascii_case("bytes"))
+        .and_then(|(_, rest)| rest.split_once('/'))
         .map(|(first_last, _complete_length)| first_last.trim());
     let wanted = asked.trim_start_matches("bytes=");
     if first_last != Some(wanted) {

@@ -233,6 +233,7 @@ async fn byte_ranges_are_requested_and_bodies_kept_when_asked() {
 /// A ranged GET counts only when it is answered with the part asked for: a server that ignores
 /// the range (200 and the whole file), a 206 of another part or of no stated part, and a part
 /// of the wrong length are refused at once, naming what came back. So is an empty segment.
+/// The range unit may be written in any case.
 #[tokio::test]
 async fn only_the_part_asked_for_counts_as_a_segment() {
     let (listener, addr) = bind().await;
@@ -249,6 +250,7 @@ async fn only_the_part_asked_for_counts_as_a_segment() {
                 "/another-part" => part(Some("bytes 0-99/1000"), 100),
                 "/too-short" => part(Some("bytes 100-199/1000"), 50),
                 "/empty" => Reply::Bytes(0),
+                "/unit-case" => part(Some("Bytes 100-199/1000"), 100),
                 _ => part(Some("bytes 100-199/*"), 100),
             };
             (Duration::ZERO, reply)
@@ -283,14 +285,16 @@ async fn only_the_part_asked_for_counts_as_a_segment() {
     assert!(text.contains("the body is 50 bytes"), "{text}");
     let text = refused("/empty", None).await;
     assert!(text.contains("the segment is empty"), "{text}");
-    let fetched = fetcher
-        .get(&format!("http://{addr}/right"), range, Body::Count)
-        .await
-        .unwrap();
-    assert_eq!(fetched.bytes, 100);
+    for path in ["/right", "/unit-case"] {
+        let fetched = fetcher
+            .get(&format!("http://{addr}{path}"), range, Body::Count)
+            .await
+            .expect(path);
+        assert_eq!(fetched.bytes, 100);
+    }
     assert_eq!(
         server.requests().len(),
-        6,
+        7,
         "nothing refused was asked again"
     );
 }
