@@ -1,7 +1,8 @@
 //! The testbed on a real Docker Swarm: every shipped topology's stack file is accepted by
 //! `docker stack deploy`; the interconnected-CDN stack plays, its clients' start-up delays
-//! match the same scenario run as a lab, `scripts/set-delay.sh --swarm` changes a link in
-//! every task on it, and `docker stack rm` leaves nothing behind. This machine is made a
+//! match the same scenario run as a lab, every node records that it started and a task
+//! started again after that stops, `scripts/set-delay.sh --swarm` changes a link in every task
+//! on it, and `docker stack rm` leaves nothing behind. This machine is made a
 //! single-node Swarm for the test if it is not one, and left as it was found. Needs root and a
 //! Docker engine; skipped without them, except under CI.
 
@@ -297,6 +298,19 @@ fn interconnected_cdns_play_on_a_swarm_as_in_a_lab() {
         );
         std::thread::sleep(Duration::from_secs(1));
     };
+    // Every node, routers too, recorded its service's ID (which Swarm filled in) as it started.
+    let ids = docker(&["stack", "services", "-q", STACK]);
+    let ids = String::from_utf8_lossy(&ids.stdout).to_string();
+    let mut inspect = vec!["service", "inspect", "--format", "{{.Spec.Name}} {{.ID}}"];
+    inspect.extend(ids.split_whitespace());
+    let services = String::from_utf8_lossy(&docker(&inspect).stdout).to_string();
+    assert_eq!(services.lines().count(), 14, "{services}");
+    for line in services.lines() {
+        let (service, id) = line.split_once(' ').unwrap();
+        let node = service.strip_prefix(&format!("{STACK}_")).unwrap();
+        let recorded = std::fs::read_to_string(results.join(LAB).join("_started").join(node));
+        assert_eq!(recorded.ok(), Some(format!("{id}\n")), "{node}");
+    }
     for ((client, summary), lab) in CLIENTS.iter().zip(&summaries).zip(&lab) {
         let startup = summary["startup_delay_s"].as_f64().unwrap();
         let allowed = (0.1 * lab).max(0.030);
@@ -338,6 +352,22 @@ fn interconnected_cdns_play_on_a_swarm_as_in_a_lab() {
         show.contains("underlay to uborder on dborder-uborder"),
         "{show}"
     );
+
+    // A task started again once its node has run stops at its record, saying why.
+    let service = format!("{STACK}_c-direct-cs");
+    let again = docker(&["service", "update", "--detach", "--force", &service]);
+    assert!(again.status.success(), "service update: {}", text(&again));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let logs = text(&docker(&["service", "logs", "--raw", &service]));
+        if logs.contains("a task of node `c-direct-cs`")
+            && logs.contains("has already served its card")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no refusal within 60 s:\n{logs}");
+        std::thread::sleep(Duration::from_secs(1));
+    }
 
     assert_eq!(
         stack.remove(),

@@ -10,6 +10,7 @@ use crate::container::spec::{
     parse_host, parse_net, parse_route, parse_sender, HostSpec, NetSpec, RouteSpec, SenderSpec,
     Subnet,
 };
+use crate::container::started;
 use crate::lab;
 use crate::topology::ChangeFlags;
 use clap::{Args, Subcommand};
@@ -85,6 +86,11 @@ pub struct RunArgs {
     /// Where `ca.pem`, `NODE.pem` and `NODE.key` are (the stack's secrets).
     #[arg(long, default_value = "/run/secrets", requires = "directory")]
     certs: PathBuf,
+    /// Record in DIR/NODE that this node's task has started, with its service's ID (from
+    /// `CDNLAB_SWARM_SERVICE`), and stop if an earlier task of that service already did: a
+    /// task Swarm starts again must not come back with new addresses its peers do not follow.
+    #[arg(long, value_name = "DIR", requires = "directory")]
+    started_dir: Option<PathBuf>,
     /// `/etc/hosts` names NODE by its address on network NET (needs `--directory`).
     /// Repeatable.
     #[arg(long = "host", value_name = "NODE@NET", value_parser = parse_host)]
@@ -166,11 +172,24 @@ fn run_container(args: RunArgs) -> Result<(), Failure> {
         _ if !args.command.is_empty() => Program::Command(args.command),
         _ => Program::Nothing,
     };
+    let started = match args.started_dir {
+        Some(dir) => match std::env::var(started::SERVICE_ENV) {
+            Ok(service) => Some((dir, service)),
+            Err(_) => {
+                return Err(usage_error(format!(
+                    "--started-dir needs the service's ID in {}",
+                    started::SERVICE_ENV
+                )))
+            }
+        },
+        None => None,
+    };
     let directory = match (args.directory, args.node) {
         (Some(subnet), Some(node)) => Some(DirectoryOptions {
             subnet,
             node,
             certs: args.certs,
+            started,
         }),
         _ => None,
     };

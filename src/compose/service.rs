@@ -130,12 +130,13 @@ fn node_service(
             service.push(pair("depends_on", Yaml::Map(depends)));
         }
     }
+    let mut environment = Vec::new();
     if runs_program(&node.program) {
-        let mut environment = vec![
+        environment.extend([
             pair("CDNLAB_LAB", s(&topology.name)),
             pair("CDNLAB_NODE", s(&node.name)),
             pair("CDNLAB_OUT_DIR", s(format!("/results/{}", node.name))),
-        ];
+        ]);
         if is_role {
             let certs = if plan.is_some() {
                 swarm::SECRETS_DIR
@@ -145,11 +146,22 @@ fn node_service(
             environment.push(pair("CDNLAB_CERTS", s(certs)));
         }
         environment.extend(node.env.iter().map(|(k, v)| pair(k, s(env.text(v)))));
+    }
+    if plan.is_some() {
+        environment.push(swarm::service_environment());
+    }
+    if !environment.is_empty() {
         service.push(pair("environment", Yaml::Map(environment)));
-        let mut volumes = vec![Yaml::Str(format!("{RESULTS}/{}:/results", topology.name))];
-        if is_role && plan.is_none() {
-            volumes.push(s(format!("{}:/certs:ro", names.certs_volume(&node.name))));
-        }
+    }
+    // In a stack every node records in the results directory that it started.
+    let mut volumes = Vec::new();
+    if runs_program(&node.program) || plan.is_some() {
+        volumes.push(Yaml::Str(format!("{RESULTS}/{}:/results", topology.name)));
+    }
+    if is_role && plan.is_none() {
+        volumes.push(s(format!("{}:/certs:ro", names.certs_volume(&node.name))));
+    }
+    if !volumes.is_empty() {
         service.push(pair("volumes", Yaml::List(volumes)));
     }
     if plan.is_some() {

@@ -15,6 +15,14 @@ pub const DIRECTORY: &str = "cdnlab-directory";
 /// Where in a container the secrets are (`ca.pem`, `NODE.pem`, `NODE.key`).
 pub const SECRETS_DIR: &str = "/run/secrets";
 
+/// How often Swarm starts a failed task of a node again; Docker's start failures are rare and
+/// independent, and a task that ran refuses at once.
+const RESTARTS: u32 = 3;
+
+/// Where, in a container, the nodes record that they started: in the stack's results
+/// directory (bound at `/results` in every service of a stack), under a name no node can have.
+pub const STARTED_DIR: &str = "/results/_started";
+
 /// The node label placement constraints read.
 pub const HOST_LABEL: &str = "cdnlab.host";
 
@@ -158,15 +166,20 @@ pub fn service_secrets(node: &Node) -> Yaml {
     ])
 }
 
-/// `deploy`: addresses by DNS round robin (no virtual IP in front of a node), never restarted
-/// (a replaced task would get new addresses that its peers' routes do not follow), and placed
-/// on its host class if it has one.
+/// `deploy`: addresses by DNS round robin (no virtual IP in front of a node), started again on
+/// failure only until a task of it has served its card (`container::started`: a task started
+/// after that would get new addresses that its peers' routes do not follow, and stops), and
+/// placed on its host class if it has one.
 pub fn deploy(node: &Node, plan: &Plan) -> Yaml {
     let mut deploy = vec![
         pair("endpoint_mode", s("dnsrr")),
         pair(
             "restart_policy",
-            Yaml::Map(vec![pair("condition", s("none"))]),
+            Yaml::Map(vec![
+                pair("condition", s("on-failure")),
+                pair("delay", s("2s")),
+                pair("max_attempts", Yaml::Plain(RESTARTS.to_string())),
+            ]),
         ),
     ];
     if let Some(host) = plan.placement.get(&node.name) {
@@ -192,13 +205,21 @@ pub fn directory_attachment(node: &Node) -> (String, Yaml) {
     )
 }
 
-/// `container run`'s flags for the directory: its subnet and the node.
+/// `container run`'s flags for the directory: its subnet, the node, and where it records that
+/// it started.
 pub fn directory_flags(node: &Node, plan: &Plan) -> Vec<Yaml> {
     let (subnet, prefix) = plan.directory;
     vec![
         s(format!("--directory={subnet}/{prefix}")),
         s(format!("--node={}", node.name)),
+        s(format!("--started-dir={STARTED_DIR}")),
     ]
+}
+
+/// The environment every service of a stack has: its service's ID, which Swarm fills in for
+/// each task, so a task started again knows whether an earlier one of its service ran.
+pub fn service_environment() -> (String, Yaml) {
+    pair(crate::container::started::SERVICE_ENV, s("{{.Service.ID}}"))
 }
 
 /// A network of the stack: an attachable overlay on the topology's subnet.

@@ -265,7 +265,7 @@ fn swarm_target(dir: &crate::testing::TempDir, hosts: Option<usize>) -> Target {
 
 /// A stack: overlay networks without fixed addresses, peers named where the compose file
 /// writes addresses, the directory network with each node's alias, start-up gated by the
-/// nodes themselves, each node's own secrets, and no restarts.
+/// nodes themselves, each node's own secrets, and restarts only of a task that never started.
 #[test]
 fn a_stack_names_peers_and_carries_its_secrets() {
     let dir = crate::testing::TempDir::new("compose-swarm");
@@ -286,7 +286,11 @@ fn a_stack_names_peers_and_carries_its_secrets() {
         "\"--wait-for=server,router\"",
         "      CDNLAB_CERTS: \"/run/secrets\"",
         "      - source: \"server-key\"\n        target: \"server.key\"\n        mode: 256",
-        "    deploy:\n      endpoint_mode: \"dnsrr\"\n      restart_policy:\n        condition: \"none\"",
+        "    deploy:\n      endpoint_mode: \"dnsrr\"\n      restart_policy:\n        condition: \"on-failure\"\n        delay: \"2s\"\n        max_attempts: 3",
+        // Every node, routers too, records that it started, so only a task that never got
+        // that far is started again.
+        "      CDNLAB_SWARM_SERVICE: \"{{.Service.ID}}\"",
+        "\"--started-dir=/results/_started\"",
     ] {
         assert!(text.contains(needle), "no {needle:?} in\n{text}");
     }

@@ -46,6 +46,9 @@ pub struct DirectoryOptions {
     /// Where this node's certificate, key and the lab's CA are (`ca.pem`, `NODE.pem`,
     /// `NODE.key`: the stack's secrets).
     pub certs: PathBuf,
+    /// Where this node records that a task of its service has started, and the service's ID
+    /// (`started`): a task started again in the same deployment stops there.
+    pub started: Option<(PathBuf, String)>,
 }
 
 #[derive(Debug, Clone)]
@@ -356,6 +359,10 @@ impl Lookup {
                     .map(|(net, (_, addr))| (net.name.clone(), *addr))
                     .collect();
                 let (_, at) = found.last().expect("the directory network was looked for");
+                if let Some((dir, service)) = &d.started {
+                    super::started::record(dir, &d.node, service)
+                        .map_err(|e| Error(format!("--started-dir {}: {e}", dir.display())))?;
+                }
                 let directory = Directory::start(*at, identity, own)
                     .map_err(|e| Error(format!("the directory on {at}: {e}")))?;
                 tracing::info!("cdnlab container: card served on {at}");

@@ -9,6 +9,7 @@ pub mod directory;
 pub mod entry;
 pub mod links;
 pub mod spec;
+pub mod started;
 
 use std::io;
 use std::path::Path;
