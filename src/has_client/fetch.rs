@@ -348,10 +348,17 @@ pub fn authority(url: &Url) -> String {
 }
 
 /// A ranged GET's answer must be the part asked for (RFC 9110 §14.4, §15.3.7): 206 with a
-/// `Content-Range` of exactly that range. A 200 is the whole file: the server ignored the range.
+/// `Content-Range` of exactly that range. A 200 is the whole file, which a server may send
+/// instead (§14.2): it is the part asked for only when the range starts at 0 and the file's
+/// stated length is the range's; otherwise the server ignored the range.
 fn check_partial(response: &reqwest::Response, range: ByteRange) -> Result<(), String> {
     let asked = range_header(range)?;
     let status = response.status();
+    let whole_file_is_the_range =
+        range.offset == 0 && response.content_length() == Some(range.length);
+    if status == StatusCode::OK && whole_file_is_the_range {
+        return Ok(());
+    }
     if status != StatusCode::PARTIAL_CONTENT {
         return Err(format!(
             "answered {status} to a request for {asked}, not 206 Partial Content with that range"

@@ -285,16 +285,31 @@ async fn only_the_part_asked_for_counts_as_a_segment() {
     assert!(text.contains("the body is 50 bytes"), "{text}");
     let text = refused("/empty", None).await;
     assert!(text.contains("the segment is empty"), "{text}");
-    for path in ["/right", "/unit-case"] {
+    // A 200 whose whole file is the range asked for is that part; one of a longer file is not.
+    let whole = Some(ByteRange {
+        offset: 0,
+        length: 1000,
+    });
+    let shorter = Some(ByteRange {
+        offset: 0,
+        length: 999,
+    });
+    let text = refused("/ignores-ranges", shorter).await;
+    assert!(text.contains("answered 200 OK"), "{text}");
+    for (path, range, length) in [
+        ("/right", range, 100),
+        ("/unit-case", range, 100),
+        ("/ignores-ranges", whole, 1000),
+    ] {
         let fetched = fetcher
             .get(&format!("http://{addr}{path}"), range, Body::Count)
             .await
             .expect(path);
-        assert_eq!(fetched.bytes, 100);
+        assert_eq!(fetched.bytes, length, "{path}");
     }
     assert_eq!(
         server.requests().len(),
-        7,
+        9,
         "nothing refused was asked again"
     );
 }
