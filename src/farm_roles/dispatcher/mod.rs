@@ -9,9 +9,11 @@
 //! is serving the request. Every decision is the core's `Coordinator`, in time counted in
 //! mean service times.
 //!
-//! Writes to `$CDNLAB_OUT_DIR` every `sample_every`: `farm.json` (settings and every sample:
-//! requests, losses and replicas per content, busy servers, copies, the data center's bytes),
-//! `samples.csv`, and the plots `loss.svg`, `replicas.svg`, `datacenter.svg`.
+//! Samples the farm every `sample_every` and writes to `$CDNLAB_OUT_DIR`, every few seconds and
+//! at the end, `farm.json` (settings; totals, per content too: requests, losses, mean replicas;
+//! every sample: requests, losses, copies, the first and last 10% of the contents, busy
+//! servers, the data center's bytes), `samples.csv`, and the plots `loss.svg`, `replicas.svg`,
+//! `datacenter.svg`.
 
 mod plots;
 mod record;
@@ -183,7 +185,7 @@ impl Dispatcher {
                 "farm-dispatcher: {} has {MAX_WAITING_REPLACEMENTS} replacements waiting; replica {copy:?} not sent",
                 self.config.servers[copy.server as usize]
             );
-            interval.replace_failed += 1;
+            interval.counts.replace_failed += 1;
         }
     }
 
@@ -211,7 +213,7 @@ impl Dispatcher {
                 self.config.servers[server],
                 copy
             );
-            self.lock().interval.replace_failed += 1;
+            self.lock().interval.counts.replace_failed += 1;
         }
     }
 
@@ -225,7 +227,7 @@ impl Dispatcher {
         if state.assigned[i as usize].map(|a| a.ticket) != Some(ticket)
             || state.coordinator.finish(i, &mut NoStatistics).is_none()
         {
-            state.interval.late_reports += 1;
+            state.interval.counts.late_reports += 1;
             return DispatcherResponse::NotBusy;
         }
         state.assigned[i as usize] = None;
@@ -240,7 +242,7 @@ impl Dispatcher {
             if state.assigned[i].is_some_and(|a| a.since.elapsed() > lease) {
                 state.assigned[i] = None;
                 state.coordinator.finish(i as u32, &mut NoStatistics);
-                state.interval.expired_leases += 1;
+                state.interval.counts.expired_leases += 1;
             }
         }
     }
@@ -423,7 +425,7 @@ pub async fn run(
                 _ = sample.tick() => {
                     let usage = measure(&mut datacenter, &config, &identity).await;
                     recorder.sample(&dispatcher, usage);
-                    if let Err(e) = recorder.save() {
+                    if let Err(e) = recorder.save(Some(Instant::now())) {
                         tracing::warn!("farm-dispatcher: {e}");
                     }
                 }
@@ -435,6 +437,6 @@ pub async fn run(
     let result = stopped.await;
     let usage = measure(&mut datacenter, &config, &identity).await;
     recorder.sample(&dispatcher, usage);
-    recorder.save()?;
+    recorder.save(None)?;
     result
 }

@@ -6,23 +6,16 @@ use super::record::Sample;
 use crate::plot::{lines, Figure, Point};
 use std::path::Path;
 
-/// The first and last 10% of the contents (at least one each).
-fn groups(n: usize) -> [(String, std::ops::Range<usize>); 2] {
-    let k = (n / 10).max(1);
-    [
-        ("first 10% (most popular at the start)".to_string(), 0..k),
-        (
-            "last 10% (least popular at the start)".to_string(),
-            n - k..n,
-        ),
-    ]
-}
+/// The names of `record::groups`, in its order.
+const GROUPS: [&str; 2] = [
+    "first 10% (most popular at the start)",
+    "last 10% (least popular at the start)",
+];
 
 pub fn draw(out: &Path, samples: &[Sample]) -> Result<(), String> {
-    let Some(first) = samples.first() else {
+    if samples.is_empty() {
         return Ok(());
-    };
-    let n = first.replicas.len();
+    }
     let share = |lost: u64, asked: u64| {
         if asked == 0 {
             f64::NAN
@@ -38,18 +31,16 @@ pub fn draw(out: &Path, samples: &[Sample]) -> Result<(), String> {
             .collect::<Vec<_>>(),
     )];
     let mut replicas = Vec::new();
-    for (name, range) in groups(n) {
+    for (g, name) in GROUPS.iter().enumerate() {
         let points = samples.iter().map(|s| {
-            let lost: u32 = s.interval.losses[range.clone()].iter().sum();
-            let asked: u32 = s.interval.requests[range.clone()].iter().sum();
-            Point::new(s.t_s, share(lost.into(), asked.into()))
+            let group = &s.groups[g];
+            Point::new(s.t_s, share(group.losses, group.requests))
         });
-        loss.push((name.clone(), points.collect()));
-        let mean = samples.iter().map(|s| {
-            let total: u32 = s.replicas[range.clone()].iter().sum();
-            Point::new(s.t_s, f64::from(total) / range.len() as f64)
-        });
-        replicas.push((name, mean.collect()));
+        loss.push((name.to_string(), points.collect()));
+        let mean = samples
+            .iter()
+            .map(|s| Point::new(s.t_s, s.groups[g].mean_replicas));
+        replicas.push((name.to_string(), mean.collect()));
     }
     lines(
         &out.join("loss.svg"),
