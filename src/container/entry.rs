@@ -363,8 +363,13 @@ impl Lookup {
                     super::started::record(dir, &d.node, service)
                         .map_err(|e| Error(format!("--started-dir {}: {e}", dir.display())))?;
                 }
-                let directory = Directory::start(*at, identity, own)
-                    .map_err(|e| Error(format!("the directory on {at}: {e}")))?;
+                let directory = Directory::start(*at, identity, own).map_err(|e| {
+                    // Nothing was served, so a task started again may go on.
+                    if let Some((dir, _)) = &d.started {
+                        super::started::forget(dir, &d.node);
+                    }
+                    Error(format!("the directory on {at}: {e}"))
+                })?;
                 tracing::info!("cdnlab container: card served on {at}");
                 Some(directory)
             }

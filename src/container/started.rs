@@ -8,7 +8,9 @@
 //! and hosts files do not follow. So each container, just before it serves its card, records
 //! its service's ID in `DIR/NODE` (the stack's results directory on its host), and refuses to
 //! go on when that file already holds the same ID: an earlier task of this deployment got that
-//! far. A stack deployed anew has new service IDs, so its tasks start.
+//! far. A stack removed (`docker stack rm`) and deployed again has new service IDs, so its
+//! tasks start; a changed stack file deployed onto a running stack keeps the IDs, and the
+//! tasks it replaces stop at their records.
 
 use std::io;
 use std::path::Path;
@@ -47,6 +49,13 @@ pub fn record(dir: &Path, node: &str, service: &str) -> io::Result<()> {
     std::fs::write(&file, format!("{service}\n"))
 }
 
+/// Takes back `node`'s record, when it could not serve its card after all.
+pub fn forget(dir: &Path, node: &str) {
+    if crate::topology::check_node_name(node, "node").is_ok() {
+        let _ = std::fs::remove_file(dir.join(node));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,6 +77,9 @@ mod tests {
         let again = record(&started, "dgw", "svc3").unwrap_err();
         assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
         assert!(again.to_string().contains("node `dgw`"), "{again}");
+        // Unless the one before took its record back, having served nothing.
+        forget(&started, "dgw");
+        record(&started, "dgw", "svc3").unwrap();
         for (node, service) in [("../x", "svc"), ("", "svc"), ("dgw", ""), ("dgw", "a b")] {
             let bad = record(&started, node, service).unwrap_err();
             assert_eq!(bad.kind(), io::ErrorKind::InvalidInput, "{node} {service}");

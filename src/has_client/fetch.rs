@@ -9,7 +9,8 @@
 //! within about a second plus the timeouts. Answers that would not change on a retry are final
 //! at once: a 4xx, a redirect without a usable Location, more than [`MAX_REDIRECTS`] redirects,
 //! a manifest body over [`MAX_KEPT_BODY`], and a body that is not what was asked for — a ranged
-//! GET answered other than 206 with that range and its length, or an empty segment. Counting
+//! GET answered other than 206 with that range and its length (or 200 with a whole file that is
+//! exactly that range), or an empty segment. Counting
 //! such a body as the segment would credit the throughput estimate, and so the ABR, with bytes
 //! the playlist never asked for.
 

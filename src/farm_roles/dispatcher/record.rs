@@ -297,7 +297,7 @@ impl Recorder {
         });
         write("farm.json", value.to_string())?;
         let mut csv = String::from(
-            "t_s,t_units,merged,requests,losses,virtual_losses,copies_after_loss,copies_after_virtual,busy_servers,dc_user_bytes,dc_copy_bytes\n",
+            "t_s,t_units,requests,losses,virtual_losses,copies_after_loss,copies_after_virtual,busy_servers,dc_user_bytes,dc_copy_bytes,merged\n",
         );
         for s in &self.samples {
             let dc = s.datacenter.clone().unwrap_or_default();
@@ -305,7 +305,6 @@ impl Recorder {
                 "{:.3},{:.2},{},{},{},{},{},{},{},{},{}\n",
                 s.t_s,
                 s.t_units,
-                s.merged,
                 s.requests,
                 s.losses,
                 s.interval.virtual_losses,
@@ -313,7 +312,8 @@ impl Recorder {
                 s.interval.copies_after_virtual,
                 s.busy_servers,
                 dc.user_bytes,
-                dc.copy_bytes
+                dc.copy_bytes,
+                s.merged
             );
         }
         write("samples.csv", csv)?;
