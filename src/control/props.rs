@@ -76,8 +76,16 @@ fn number() -> impl Strategy<Value = f64> {
 fn icn_messages() -> impl Strategy<Value = (BorderRequest, BorderResponse, SiteResponse)> {
     let rule = (text(), prop::collection::vec((text(), number()), 0..4))
         .prop_map(|(app, sites)| AppRule { app, sites });
-    let rules = (any::<u64>(), prop::collection::vec(rule, 0..4))
-        .prop_map(|(version, rules)| FibRules { version, rules });
+    let rules = (
+        any::<u64>(),
+        any::<u64>(),
+        prop::collection::vec(rule, 0..4),
+    )
+        .prop_map(|(epoch, version, rules)| FibRules {
+            epoch,
+            version,
+            rules,
+        });
     let report = (
         text(),
         any::<u64>(),

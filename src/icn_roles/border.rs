@@ -113,6 +113,8 @@ pub fn config(table: &Table) -> Result<BorderConfig, String> {
 
 /// The FIB rules in force: per application, the sites and their smooth split.
 struct Rules {
+    /// The controller's run the rules came from (None: the initial nearest-site rules).
+    epoch: Option<u64>,
     version: u64,
     apps: BTreeMap<String, (Vec<String>, SmoothSplit)>,
 }
@@ -127,11 +129,23 @@ impl Rules {
                 Some((app.clone(), (vec![home.to_string()], split)))
             })
             .collect();
-        Rules { version: 0, apps }
+        Rules {
+            epoch: None,
+            version: 0,
+            apps,
+        }
     }
 
-    /// Checks every rule before replacing any: a bad set leaves the old rules in force.
+    /// Checks every rule before replacing any: a bad set leaves the old rules in force, and so
+    /// does one not newer than them from the same run of the controller (a call that arrived
+    /// after the next one, say).
     fn install(&mut self, fib: &FibRules, known_sites: &[String]) -> Result<(), String> {
+        if self.epoch == Some(fib.epoch) && fib.version <= self.version {
+            return Err(format!(
+                "rules {} are not newer than rules {} in force",
+                fib.version, self.version
+            ));
+        }
         let mut apps = BTreeMap::new();
         for AppRule { app, sites } in &fib.rules {
             if let Some((site, _)) = sites.iter().find(|(s, _)| !known_sites.contains(s)) {
@@ -143,6 +157,7 @@ impl Rules {
             apps.insert(app.clone(), (names, split));
         }
         self.apps = apps;
+        self.epoch = Some(fib.epoch);
         self.version = fib.version;
         Ok(())
     }
@@ -407,6 +422,7 @@ mod tests {
         assert_eq!(rules.pick("a1").as_deref(), Some("s2"));
         assert_eq!(rules.pick("a3"), None, "no rule for an unknown application");
         let fib = FibRules {
+            epoch: 1,
             version: 7,
             rules: vec![AppRule {
                 app: "a1".into(),
@@ -418,6 +434,33 @@ mod tests {
         let picks: Vec<String> = (0..8).filter_map(|_| rules.pick("a1")).collect();
         assert_eq!(picks.iter().filter(|s| *s == "s1").count(), 6, "{picks:?}");
         assert_eq!(rules.pick("a2"), None, "the new rules have no a2");
+
+        // Rules of the same run no newer than those in force are refused; a controller
+        // started again (another epoch) starts its versions afresh.
+        let other = |epoch, version, site: &str| FibRules {
+            epoch,
+            version,
+            rules: vec![AppRule {
+                app: "a1".into(),
+                sites: vec![(site.into(), 1.0)],
+            }],
+        };
+        for version in [6, 7] {
+            let e = rules
+                .install(&other(1, version, "s2"), &known())
+                .unwrap_err();
+            assert!(e.contains("not newer than rules 7"), "{e}");
+        }
+        assert_eq!(
+            rules.pick("a1").as_deref(),
+            Some("s1"),
+            "the old split goes on"
+        );
+        rules.install(&other(2, 1, "s2"), &known()).unwrap();
+        assert_eq!((rules.epoch, rules.version), (Some(2), 1));
+        assert_eq!(rules.pick("a1").as_deref(), Some("s2"));
+        rules.install(&other(2, 2, "s1"), &known()).unwrap();
+        assert_eq!(rules.pick("a1").as_deref(), Some("s1"));
     }
 
     #[test]
@@ -429,6 +472,7 @@ mod tests {
             vec![("s1".to_string(), 0.0)],
         ] {
             let fib = FibRules {
+                epoch: 1,
                 version: 3,
                 rules: vec![AppRule {
                     app: "a1".into(),
@@ -487,6 +531,7 @@ mod tests {
             .await
             .unwrap();
         let install = BorderRequest::Install(FibRules {
+            epoch: 1,
             version: 9,
             rules: vec![AppRule {
                 app: "a1".into(),

@@ -24,7 +24,10 @@ pub enum BorderResponse {
 /// One region's rules: for each application, the sites its misses go to and in what shares.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FibRules {
-    /// Increases with every PARM solution the controller installs.
+    /// The controller's run (when it started, in Unix nanoseconds): a controller started again
+    /// counts its versions afresh.
+    pub epoch: u64,
+    /// Increases with every PARM solution the controller installs in its run.
     pub version: u64,
     pub rules: Vec<AppRule>,
 }

@@ -27,6 +27,8 @@ struct Controller {
     /// t_lm, ms: the latest each border reported.
     latency: Vec<Vec<Option<f64>>>,
     prices: Option<Vec<f64>>,
+    /// This run of the controller (`FibRules::epoch`).
+    epoch: u64,
     rules_version: u64,
     /// The version of the rules each border said it forwards by at the last SM period.
     border_rules: Vec<Option<u64>>,
@@ -121,7 +123,11 @@ impl Controller {
                     .collect(),
             })
             .collect();
-        FibRules { version, rules }
+        FibRules {
+            epoch: self.epoch,
+            version,
+            rules,
+        }
     }
 
     /// PARM on the last period's measurements; installs the mapping on every border.
@@ -278,6 +284,9 @@ pub async fn run(
         borders: peers(&config.borders),
         latency: vec![vec![None; config.sites.len()]; config.borders.len()],
         prices: None,
+        epoch: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
         rules_version: 0,
         border_rules: vec![None; config.borders.len()],
         recorder,
