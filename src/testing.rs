@@ -2,6 +2,19 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Waits until `done()` holds, checking every 5 ms; fails the test, naming `what`, after 10 s.
+pub async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
 
 /// A fresh path under the system temp dir (not created: the test decides), removed with all it
 /// holds when dropped, even when a test fails.

@@ -157,13 +157,9 @@ impl OriginCache {
             .map(str::to_string);
         // Its stated length, or the most it may be when it states none (one that states a
         // length sends no more). A longer one is refused before it waits for room.
-        let length = response.content_length().unwrap_or(self.largest);
-        if length > self.largest {
-            return Err(failed(&format_args!(
-                "Content-Length {length}, above the limit of {} bytes",
-                self.largest
-            )));
-        }
+        let length = crate::roles::fetch::stated_length_at_most(&response, self.largest)
+            .map_err(|e| failed(&e))?
+            .unwrap_or(self.largest);
         let _reserved = self
             .reserve(length, deadline)
             .await
@@ -234,6 +230,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::until;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -334,11 +331,7 @@ mod tests {
             let cache = cache.clone();
             async move { cache.get(path).await.map(drop) }
         });
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while requests.load(Ordering::SeqCst) == 0 {
-            assert!(tokio::time::Instant::now() < deadline, "no fetch started");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        until("a fetch started", || requests.load(Ordering::SeqCst) > 0).await;
         let second = cache.get(path);
         assert!(tokio::time::timeout(Duration::from_millis(100), second)
             .await
@@ -376,22 +369,17 @@ mod tests {
             first.await.unwrap(),
             Err(FetchError::Failed(message)) if message.contains("500")
         ));
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while !lock(&cache.fetching).is_empty() || requests.load(Ordering::SeqCst) < 2 {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the failed fetch stayed"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        until(
+            "the failed fetch left and the second request's began",
+            || lock(&cache.fetching).is_empty() && requests.load(Ordering::SeqCst) >= 2,
+        )
+        .await;
         let third = get();
-        while requests.load(Ordering::SeqCst) < 3 {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the third request waited for the second's retry"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        until(
+            "the third request did not wait for the second's retry",
+            || requests.load(Ordering::SeqCst) >= 3,
+        )
+        .await;
         for waiting in [second, third] {
             assert!(!waiting.is_finished());
             waiting.abort();
@@ -412,14 +400,10 @@ mod tests {
             let cache = cache.clone();
             async move { cache.get("/v/stall-0.m4s").await.map(drop) }
         });
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while cache.in_flight.available_permits() != 0 {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the first fetch took no room"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        until("the first fetch took the room", || {
+            cache.in_flight.available_permits() == 0
+        })
+        .await;
         let waiting = cache.get("/v/1.m4s");
         assert!(
             tokio::time::timeout(Duration::from_millis(300), waiting)

@@ -850,14 +850,6 @@ mod tests {
         (running, held)
     }
 
-    async fn until(what: &str, done: impl Fn() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !done() {
-            assert!(Instant::now() < deadline, "timed out waiting until {what}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
     /// Starts an FDN configured by `toml`, its cloud a holding cloud holding what `holds`
     /// says; with the count of the requests that cloud holds.
     async fn test_fdn(
@@ -985,12 +977,12 @@ mod tests {
         assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert!(refused.text().await.unwrap().contains("max_sessions"));
         // Each session fetches its 3 segments from the cloud, which holds all but 0/0.
-        until("the cloud holds 4 fetches", || {
+        crate::testing::until("the cloud holds 4 fetches", || {
             held.load(Ordering::SeqCst) == 4
         })
         .await;
         // Nobody reads: the sessions expire and the cloud sees their fetches go away.
-        until("the fetches are cancelled", || {
+        crate::testing::until("the fetches are cancelled", || {
             held.load(Ordering::SeqCst) == 0
         })
         .await;
@@ -1045,7 +1037,7 @@ mod tests {
             assert_eq!(status, StatusCode::NOT_FOUND, "{guess}");
         }
         assert_eq!(segment(&token, 0).await.status(), StatusCode::OK);
-        until("the cloud holds segment 1", || {
+        crate::testing::until("the cloud holds segment 1", || {
             held.load(Ordering::SeqCst) == 1
         })
         .await;
@@ -1056,7 +1048,7 @@ mod tests {
         let answered = waiting.await.unwrap();
         assert_eq!(answered.status(), StatusCode::BAD_GATEWAY);
         assert!(answered.text().await.unwrap().contains("closed"));
-        until("the fetch is cancelled", || {
+        crate::testing::until("the fetch is cancelled", || {
             held.load(Ordering::SeqCst) == 0
         })
         .await;

@@ -20,15 +20,24 @@ pub async fn exact_body(response: reqwest::Response, size: u64) -> Result<Bytes,
     Ok(body)
 }
 
+/// The `Content-Length` of `response`, if it states one; one above `limit` is an error.
+pub fn stated_length_at_most(
+    response: &reqwest::Response,
+    limit: u64,
+) -> Result<Option<u64>, String> {
+    match response.content_length() {
+        Some(length) if length > limit => Err(format!(
+            "Content-Length {length}, above the limit of {limit} bytes"
+        )),
+        stated => Ok(stated),
+    }
+}
+
 /// The body of `response` when its size is not known in advance, up to `limit` bytes: a
 /// `Content-Length` above it is refused before the body is read, and a sender that sends
 /// more is cut off there.
 pub async fn body_at_most(response: reqwest::Response, limit: u64) -> Result<Bytes, String> {
-    if let Some(length) = response.content_length().filter(|&l| l > limit) {
-        return Err(format!(
-            "Content-Length {length}, above the limit of {limit} bytes"
-        ));
-    }
+    stated_length_at_most(&response, limit)?;
     let mut body = BytesMut::new();
     each_piece(response, |piece| {
         if (body.len() + piece.len()) as u64 > limit {
