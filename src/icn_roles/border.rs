@@ -564,4 +564,63 @@ mod tests {
             })
         ));
     }
+
+    /// The border asks the site with the client's method: a GET as a GET, with the site's
+    /// body; a HEAD as a HEAD (no demand on the site), keeping the site's length. Other
+    /// methods are refused before any site is asked.
+    #[tokio::test]
+    async fn a_head_is_forwarded_as_a_head_and_keeps_the_sites_length() {
+        let methods = Arc::new(Mutex::new(Vec::new()));
+        let seen = methods.clone();
+        let site = move |request: Request<hyper::body::Incoming>| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(request.method().clone());
+                // As a site answers (`http::payload`): the length stated, which its server
+                // keeps when it sends a HEAD the GET's head alone.
+                let mut response = Response::new(Body::bytes(vec![b'x'; 1234]));
+                response
+                    .headers_mut()
+                    .insert(CONTENT_LENGTH, HeaderValue::from(1234));
+                response
+            }
+        };
+        let options = |role| ServeOptions {
+            role,
+            access_log: false,
+        };
+        let any = "127.0.0.1:0".parse().unwrap();
+        let site = spawn_http(any, site, options("test-site"), None)
+            .await
+            .unwrap();
+        let table: Table = format!(
+            "region = \"r1\"\nsites = [\"localhost\"]\nhome = \"localhost\"\napps = [\"a1\"]\nsite_port = {}",
+            site.http.port()
+        )
+        .parse()
+        .unwrap();
+        let border = Border::new(config(&table).unwrap()).unwrap();
+        let handler = move |request: Request<hyper::body::Incoming>| {
+            let border = border.clone();
+            async move { border.handle_http(request).await }
+        };
+        let border = spawn_http(any, handler, options("icn-border"), None)
+            .await
+            .unwrap();
+        let url = format!("http://{}/a1/object", border.http);
+        let client = reqwest::Client::new();
+        let head = client.head(&url).send().await.unwrap();
+        assert_eq!(head.status(), StatusCode::OK);
+        // The header itself: reqwest's `content_length()` is the body's, none for a HEAD.
+        assert_eq!(head.headers()[CONTENT_LENGTH], "1234");
+        let get = client.get(&url).send().await.unwrap();
+        assert_eq!(get.status(), StatusCode::OK);
+        assert_eq!(get.bytes().await.unwrap().len(), 1234);
+        let post = client.post(&url).send().await.unwrap();
+        assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
+        let asked = methods.lock().unwrap().clone();
+        assert_eq!(asked, [hyper::Method::HEAD, hyper::Method::GET]);
+        border.stop().await.unwrap();
+        site.stop().await.unwrap();
+    }
 }
