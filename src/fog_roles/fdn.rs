@@ -801,6 +801,37 @@ mod tests {
     use crate::testing::TempDir;
     use std::sync::atomic::AtomicUsize;
 
+    /// A cancelled session aborts the fetches it holds, and one tracked after it was cancelled
+    /// (the session expired while it was being opened) at once; its pending segments fail.
+    #[tokio::test]
+    async fn a_cancelled_session_aborts_its_fetches_before_and_after() {
+        let session = Session {
+            video: 0,
+            segments: vec![Segment {
+                source: Mutex::new(String::new()),
+                state: watch::channel(Slot::Pending).0,
+                deadline_unix_s: 0.0,
+            }],
+            fetches: Mutex::new(Vec::new()),
+            cancelled: AtomicBool::new(false),
+        };
+        let fetch = || tokio::spawn(std::future::pending::<()>());
+        let before = fetch();
+        session.track(before.abort_handle());
+        assert!(!before.is_finished());
+        session.cancel();
+        assert!(before.await.unwrap_err().is_cancelled());
+        assert_eq!(
+            *session.segments[0].state.borrow(),
+            Slot::Failed("the session was closed".into())
+        );
+        let after = fetch();
+        session.track(after.abort_handle());
+        let ended = tokio::time::timeout(Duration::from_secs(5), after).await;
+        assert!(ended.expect("not aborted").unwrap_err().is_cancelled());
+        assert!(lock(&session.fetches).is_empty(), "nothing kept");
+    }
+
     /// Counts the cloud's requests in progress, also when the caller abandons one.
     struct InFlight(Arc<AtomicUsize>);
 
