@@ -88,14 +88,18 @@ fn icn_messages() -> impl Strategy<Value = (BorderRequest, BorderResponse, SiteR
         });
     let report = (
         text(),
+        any::<Option<u64>>(),
         any::<u64>(),
         prop::collection::vec((text(), number()), 0..4),
     )
-        .prop_map(|(region, rules_version, latency_ms)| BorderReport {
-            region,
-            rules_version,
-            latency_ms,
-        });
+        .prop_map(
+            |(region, rules_epoch, rules_version, latency_ms)| BorderReport {
+                region,
+                rules_epoch,
+                rules_version,
+                latency_ms,
+            },
+        );
     let demand = (text(), text(), any::<u64>()).prop_map(|(app, region, bytes)| Demand {
         app,
         region,

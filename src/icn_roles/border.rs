@@ -298,9 +298,14 @@ impl Border {
             .iter_mut()
             .filter_map(|(site, min)| Some((site.clone(), min.current(now)?)))
             .collect();
+        let (rules_epoch, rules_version) = {
+            let rules = self.rules.lock().unwrap_or_else(|p| p.into_inner());
+            (rules.epoch, rules.version)
+        };
         BorderReport {
             region: self.config.region.clone(),
-            rules_version: self.rules.lock().unwrap_or_else(|p| p.into_inner()).version,
+            rules_epoch,
+            rules_version,
             latency_ms,
         }
     }
@@ -611,7 +616,7 @@ mod tests {
         let client = reqwest::Client::new();
         let head = client.head(&url).send().await.unwrap();
         assert_eq!(head.status(), StatusCode::OK);
-        // The header itself: reqwest's `content_length()` is the body's, none for a HEAD.
+        // The header itself: reqwest's `content_length()` is the body's, 0 for a HEAD.
         assert_eq!(head.headers()[CONTENT_LENGTH], "1234");
         let get = client.get(&url).send().await.unwrap();
         assert_eq!(get.status(), StatusCode::OK);

@@ -24,8 +24,8 @@ pub enum BorderResponse {
 /// One region's rules: for each application, the sites its misses go to and in what shares.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FibRules {
-    /// The controller's run (when it started, in Unix nanoseconds): a controller started again
-    /// counts its versions afresh.
+    /// The controller's run: a random number it draws at its start, so a controller started
+    /// again counts its versions afresh.
     pub epoch: u64,
     /// Increases with every PARM solution the controller installs in its run.
     pub version: u64,
@@ -44,6 +44,8 @@ pub struct AppRule {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BorderReport {
     pub region: String,
+    /// The controller's epoch the rules in force came from (None: the initial rules).
+    pub rules_epoch: Option<u64>,
     /// The version of the rules in force (0: the border's initial nearest-site rules).
     pub rules_version: u64,
     /// Smallest round trip of the border's probes to each site since the last report, in

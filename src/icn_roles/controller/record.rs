@@ -27,7 +27,8 @@ pub struct Tick {
     /// t_lm (ms) as last reported: `latency_ms[l][m]`.
     pub latency_ms: Vec<Vec<Option<f64>>>,
     /// The latest rules the controller installed, and the version each border reported it
-    /// forwards by (null: it did not answer).
+    /// forwards by (null: it did not answer, or its rules came from an earlier run of the
+    /// controller).
     pub rules_version: u64,
     pub border_rules: Vec<Option<u64>>,
 }

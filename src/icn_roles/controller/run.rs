@@ -68,7 +68,11 @@ impl Controller {
                 self.border_rules[l] = None;
                 continue;
             };
-            self.border_rules[l] = Some(report.rules_version);
+            // Rules of an earlier run of the controller are none of this run's versions.
+            self.border_rules[l] = match report.rules_epoch {
+                Some(epoch) if epoch != self.epoch => None,
+                _ => Some(report.rules_version),
+            };
             for (site, ms) in &report.latency_ms {
                 if let Some(m) = self.config.sites.iter().position(|s| s == site) {
                     self.latency[l][m] = Some(*ms);
@@ -260,6 +264,16 @@ impl Controller {
     }
 }
 
+/// A controller run's epoch (`FibRules::epoch`), from the OS's random source.
+fn random_epoch() -> Result<u64, String> {
+    use ring::rand::{SecureRandom, SystemRandom};
+    let mut bytes = [0; 8];
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| "the OS's random source failed".to_string())?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
 pub async fn run(
     config: ControllerConfig,
     env: &NodeEnv,
@@ -284,9 +298,7 @@ pub async fn run(
         borders: peers(&config.borders),
         latency: vec![vec![None; config.sites.len()]; config.borders.len()],
         prices: None,
-        epoch: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64),
+        epoch: random_epoch()?,
         rules_version: 0,
         border_rules: vec![None; config.borders.len()],
         recorder,
