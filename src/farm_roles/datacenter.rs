@@ -1,24 +1,31 @@
 //! `farm-datacenter`: the origin behind the farm's WAN link. It stores every content and
 //! serves whatever the farm cannot: a user's request the farm lost (`GET /c/C`), a replica
 //! copied to a server after a real loss (`/copy/C`), the farm's initial contents (`/fill/C`),
-//! each at the WAN link's pace. It counts requests and bytes of each kind for the dispatcher
+//! each at the WAN link's pace, and each only with a ticket of the dispatcher's key
+//! (`super::tickets`; the key comes in [`DataCenterRequest::Key`]), so that what it counts is
+//! the farm's cost alone. It counts requests and bytes of each kind for the dispatcher
 //! ([`DataCenterRequest::Measure`]), the only node it answers on the control plane.
 
 use super::config::DataCenterConfig;
-use super::messages::{DataCenterRequest, DataCenterUsage};
-use super::{content_of, payload};
+use super::messages::{DataCenterRequest, DataCenterResponse, DataCenterUsage};
+use super::{content_of, payload, tickets};
 use crate::control::Callers;
 use crate::roles::control::load_identity;
 use crate::roles::env::NodeEnv;
 use crate::roles::http::any_address;
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Body, ServeOptions};
+use crate::roles::tokens::TokenKey;
 use hyper::{Request, Response, StatusCode};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 struct DataCenter {
     config: DataCenterConfig,
+    /// This node's name, which the tickets it takes are made for.
+    node: String,
+    /// The dispatcher's key, once it came.
+    key: Mutex<Option<TokenKey>>,
     usage: Mutex<DataCenterUsage>,
 }
 
@@ -34,6 +41,16 @@ impl DataCenter {
         else {
             return error(StatusCode::NOT_FOUND, "no such content");
         };
+        let admitted = tickets::check(
+            self.key.lock().unwrap_or_else(|e| e.into_inner()).as_ref(),
+            &self.node,
+            kind,
+            content,
+            request.uri().query(),
+        );
+        if let Err(refusal) = admitted {
+            return refusal.response();
+        }
         let size = self.config.object_size;
         // A HEAD sends no bytes: only GETs are the data center's load.
         if request.method() == hyper::Method::GET {
@@ -49,6 +66,19 @@ impl DataCenter {
         }
         http::payload(payload(content), size)
     }
+
+    fn control(&self, request: DataCenterRequest) -> DataCenterResponse {
+        match request {
+            DataCenterRequest::Key { ticket_key } => {
+                *self.key.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(TokenKey::from_bytes(ticket_key));
+                DataCenterResponse::Keyed
+            }
+            DataCenterRequest::Measure => DataCenterResponse::Usage(
+                (self.usage.lock().unwrap_or_else(|e| e.into_inner())).clone(),
+            ),
+        }
+    }
 }
 
 pub async fn run(
@@ -59,6 +89,8 @@ pub async fn run(
     let identity = load_identity(&env)?;
     let center = Arc::new(DataCenter {
         config: config.clone(),
+        node: env.node_name(),
+        key: Mutex::new(None),
         usage: Mutex::new(DataCenterUsage::default()),
     });
     let for_control = center.clone();
@@ -68,15 +100,7 @@ pub async fn run(
         Callers::only("farm data center", [config.dispatcher.clone()]),
         move |_peer, request: DataCenterRequest| {
             let center = for_control.clone();
-            async move {
-                match request {
-                    DataCenterRequest::Measure => center
-                        .usage
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .clone(),
-                }
-            }
+            async move { center.control(request) }
         },
     )
     .await
@@ -99,4 +123,85 @@ pub async fn run(
         .await?
         .run_until(shutdown)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::farm_roles::tickets::ticketed_path;
+
+    /// The data center serves only requests with a ticket of the dispatcher's key for it, and
+    /// counts only those: none is served before the key came, and neither a request without
+    /// a ticket nor one with a ticket for another node, kind or content is served or counted.
+    #[tokio::test]
+    async fn only_the_farms_requests_are_served_and_counted() {
+        let center = Arc::new(DataCenter {
+            config: DataCenterConfig {
+                dispatcher: "dispatcher".into(),
+                contents: 10,
+                object_size: 100,
+                port: 1,
+                control_port: 1,
+            },
+            node: "dc".into(),
+            key: Mutex::new(None),
+            usage: Mutex::new(DataCenterUsage::default()),
+        });
+        let serving = center.clone();
+        let handler = move |request: Request<hyper::body::Incoming>| {
+            let center = serving.clone();
+            async move { center.handle(&request) }
+        };
+        let options = ServeOptions {
+            role: "farm-datacenter",
+            access_log: false,
+        };
+        let running = spawn_http("127.0.0.1:0".parse().unwrap(), handler, options, None)
+            .await
+            .unwrap();
+        let status = |path: String| {
+            let url = format!("http://{}{path}", running.http);
+            async move { reqwest::get(url).await.unwrap().status() }
+        };
+        let key = TokenKey::generate().unwrap();
+        let copy = ticketed_path(&key, "dc", "copy", 5, 1);
+        assert_eq!(status(copy.clone()).await, StatusCode::SERVICE_UNAVAILABLE);
+        let keyed = center.control(DataCenterRequest::Key {
+            ticket_key: key.bytes(),
+        });
+        assert_eq!(keyed, DataCenterResponse::Keyed);
+        let other = TokenKey::generate().unwrap();
+        // Another request's ticket on `/copy/5`.
+        let on_copy = |path: String| format!("/copy/5?{}", path.split_once('?').unwrap().1);
+        for (what, path) in [
+            ("none", "/copy/5".to_string()),
+            ("another node's", ticketed_path(&key, "s1", "copy", 5, 1)),
+            (
+                "another kind's",
+                on_copy(ticketed_path(&key, "dc", "fill", 5, 1)),
+            ),
+            (
+                "another content's",
+                on_copy(ticketed_path(&key, "dc", "copy", 6, 1)),
+            ),
+            ("another key's", ticketed_path(&other, "dc", "copy", 5, 1)),
+        ] {
+            assert_eq!(status(path).await, StatusCode::FORBIDDEN, "{what}");
+        }
+        assert_eq!(status(copy).await, StatusCode::OK);
+        let user = ticketed_path(&key, "dc", "c", 9, 2);
+        assert_eq!(status(user).await, StatusCode::OK);
+        let DataCenterResponse::Usage(usage) = center.control(DataCenterRequest::Measure) else {
+            panic!("no usage")
+        };
+        let expected = DataCenterUsage {
+            user_requests: 1,
+            user_bytes: 100,
+            copy_requests: 1,
+            copy_bytes: 100,
+            ..DataCenterUsage::default()
+        };
+        assert_eq!(usage, expected);
+        running.stop().await.unwrap();
+    }
 }

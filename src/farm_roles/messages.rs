@@ -1,7 +1,7 @@
 //! Control-plane messages of the replicating farm (QUIC, bincode 2, lab certificates). The
 //! dispatcher fills every server at the start and tells a server which replica to replace;
-//! a server tells the dispatcher when a transfer ends; the dispatcher reads the data center's
-//! byte counts. Each receiver authorizes a call by the caller's certificate name.
+//! a server tells the dispatcher when a transfer ends; the dispatcher gives the data center
+//! the key of its tickets and reads its byte counts. Each receiver authorizes a call by the caller's certificate name.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +19,8 @@ pub enum Source {
 pub enum ServerRequest {
     /// Store these contents (one entry per slot, None: empty), fetched from the data center;
     /// answered once every slot holds its content. `ticket_key` checks the tickets of the
-    /// dispatcher's redirects ([`ticket_context`]).
+    /// dispatcher's redirects and of peers' copies, and makes those of the server's own
+    /// fetches (`super::tickets`).
     Fill {
         slots: Vec<Option<u32>>,
         ticket_key: crate::roles::tokens::KeyBytes,
@@ -56,30 +57,20 @@ pub enum DispatcherResponse {
     NotBusy,
 }
 
-/// The query a redirect to a server carries: the ticket of the transfer the dispatcher
-/// assigned it (a `roles::tokens` token of the transfer's number, for that server and
-/// content), whose number the server reports back with `Done`. A request without a ticket
-/// the dispatcher made for that server and content did not come through the dispatcher, and
-/// a server refuses it.
-pub const TICKET: &str = "ticket";
-
-/// The ticket in a request's query (`ticket=T`), if it has one.
-pub fn ticket_of(query: Option<&str>) -> Option<&str> {
-    query?
-        .split('&')
-        .find_map(|pair| pair.strip_prefix(TICKET)?.strip_prefix('='))
-}
-
-/// What a ticket is for: a transfer of `content` by `server`, so that one given for another
-/// server or content is no ticket there.
-pub fn ticket_context(server: &str, content: u32) -> String {
-    format!("{server}/c/{content}")
-}
-
 /// Dispatcher → data center.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DataCenterRequest {
+    /// The key that makes the tickets the data center takes; sent before the farm is filled.
+    Key {
+        ticket_key: crate::roles::tokens::KeyBytes,
+    },
     Measure,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DataCenterResponse {
+    Keyed,
+    Usage(DataCenterUsage),
 }
 
 /// The data center's counts since it started.
@@ -94,18 +85,4 @@ pub struct DataCenterUsage {
     /// The farm's initial contents.
     pub fill_requests: u64,
     pub fill_bytes: u64,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ticket_of;
-
-    #[test]
-    fn a_ticket_is_read_from_the_query() {
-        assert_eq!(ticket_of(Some("ticket=42-ab")), Some("42-ab"));
-        assert_eq!(ticket_of(Some("x=1&ticket=7-cd")), Some("7-cd"));
-        for query in [None, Some(""), Some("tickets=3"), Some("x=ticket=3")] {
-            assert_eq!(ticket_of(query), None, "{query:?}");
-        }
-    }
 }

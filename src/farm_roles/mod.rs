@@ -6,9 +6,10 @@
 //! Zipf popularity, which a `signal` timeline event changes). The model, the replications and
 //! the coordinator are the core crate's (`crate::replication`); this is their I/O.
 //!
-//! HTTP paths: `/c/C` a user's request for content C (0 … n−1; at a server,
-//! `/c/C?ticket=T` with the ticket of the dispatcher's redirect), `/copy/C` a replica copied
-//! to a server, `/fill/C` a server's initial contents.
+//! HTTP paths: `/c/C` a user's request for content C (0 … n−1), `/copy/C` a replica copied
+//! to a server, `/fill/C` a server's initial contents. At a server or the data center each
+//! carries a ticket (`?ticket=T`, [`tickets`]): from the dispatcher's redirect, or made by the
+//! server that fetches a replica.
 
 pub mod config;
 pub mod datacenter;
@@ -16,6 +17,7 @@ pub mod dispatcher;
 pub mod load;
 pub mod messages;
 pub mod server;
+pub mod tickets;
 
 use crate::cdn::Payload;
 

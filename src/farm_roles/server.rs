@@ -7,14 +7,15 @@
 //! (control plane, the dispatcher only) it fills its slots from the data center at the start,
 //! and replaces one replica by another fetched from the data center or a peer (`GET
 //! /copy/C`, which it also serves its peers from memory, outside the one-transfer limit: a
-//! back-end copy, not a user's service). A request for a content whose fetch is still under
-//! way waits for it.
+//! back-end copy, not a user's service). Its fetches carry tickets it makes with the
+//! dispatcher's key, and it serves `/copy/C` only with one (`super::tickets`). A request for
+//! a content whose fetch is still under way waits for it.
 
 use super::config::ServerConfig;
 use super::messages::{
-    ticket_context, ticket_of, DispatcherRequest, DispatcherResponse, ServerRequest,
-    ServerResponse, Source,
+    DispatcherRequest, DispatcherResponse, ServerRequest, ServerResponse, Source,
 };
+use super::tickets::{self, NoTicket};
 use super::{content_of, payload};
 use crate::cdn::hashing::hash64;
 use crate::control::{Callers, Identity};
@@ -70,38 +71,17 @@ struct Server {
     refusals: Arc<tokio::sync::Semaphore>,
 }
 
-/// Why a request's ticket takes no transfer.
-#[derive(Debug, PartialEq)]
-enum NoTicket {
-    /// None the dispatcher made for this server and content (403).
-    Forbidden(&'static str),
-    /// The dispatcher's `Fill`, which brings its key, has not come yet (503).
-    Unfilled,
-    /// A ticket already taken, or older than one taken (503, as a busy server answers: a
-    /// client that came after its lease ran out finds the server given to another).
-    Stale,
-}
-
-impl NoTicket {
-    fn response(&self) -> Response<Body> {
-        match self {
-            NoTicket::Forbidden(why) => error(StatusCode::FORBIDDEN, why),
-            NoTicket::Unfilled => http::unavailable("not filled by the dispatcher yet"),
-            NoTicket::Stale => http::unavailable(
-                "a ticket already taken, or older than one taken: each is good for one request",
-            ),
-        }
-    }
-}
-
-/// What a server needs to take the tickets of the dispatcher's redirects: the dispatcher's
-/// key (from its `Fill`) and the lowest ticket number not yet taken. The dispatcher numbers
+/// What a server needs to take the tickets of the dispatcher's redirects and make those of
+/// its own fetches: the dispatcher's key (from its `Fill`) and the lowest ticket number not
+/// yet taken. The dispatcher numbers
 /// its transfers in order, so a ticket is good for one request, and one older than a ticket
 /// already taken (its lease ran out) for none.
 #[derive(Default)]
 struct Tickets {
     key: Option<TokenKey>,
     next: u64,
+    /// The number of the last ticket this server made for its own fetches.
+    fetches: u64,
 }
 
 impl Tickets {
@@ -109,20 +89,41 @@ impl Tickets {
     /// taken: a user's request comes through the dispatcher, whose redirect carries the
     /// ticket of the transfer it assigned (the one it waits to hear the end of).
     fn take(&mut self, node: &str, content: u32, query: Option<&str>) -> Result<u64, NoTicket> {
-        let token = ticket_of(query).ok_or(NoTicket::Forbidden(
-            "no ticket: a user's request comes through the dispatcher",
-        ))?;
-        let key = self.key.as_ref().ok_or(NoTicket::Unfilled)?;
-        let ticket =
-            key.id_of(&ticket_context(node, content), token)
-                .ok_or(NoTicket::Forbidden(
-                    "not a ticket the dispatcher gave for this server and content",
-                ))?;
+        let ticket = tickets::check(self.key.as_ref(), node, "c", content, query)?;
         if ticket < self.next {
             return Err(NoTicket::Stale);
         }
         self.next = ticket.saturating_add(1);
         Ok(ticket)
+    }
+
+    /// `/KIND/CONTENT?ticket=T` for a fetch from `source`, each numbered apart; None before
+    /// the dispatcher's key came.
+    fn fetch_path(&mut self, source: &str, kind: &str, content: u32) -> Option<String> {
+        let key = self.key.as_ref()?;
+        self.fetches = self.fetches.wrapping_add(1);
+        Some(tickets::ticketed_path(
+            key,
+            source,
+            kind,
+            content,
+            self.fetches,
+        ))
+    }
+}
+
+/// Why a replica's fetch failed, and whether asking the same source again could change it.
+struct FetchFailure {
+    why: String,
+    for_good: bool,
+}
+
+impl FetchFailure {
+    fn again(why: impl std::fmt::Display) -> FetchFailure {
+        FetchFailure {
+            why: why.to_string(),
+            for_good: false,
+        }
     }
 }
 
@@ -192,6 +193,18 @@ impl Server {
         let path = request.uri().path();
         let contents = u32::MAX as usize;
         if let Some(content) = content_of(path, "copy", contents) {
+            let admitted = tickets::check(
+                (self.tickets.lock().unwrap_or_else(|e| e.into_inner()))
+                    .key
+                    .as_ref(),
+                &self.node,
+                "copy",
+                content,
+                request.uri().query(),
+            );
+            if let Err(refusal) = admitted {
+                return refusal.response();
+            }
             return match self.bytes_of(content).await {
                 Ok(bytes) => octets(Body::bytes(bytes.clone()), bytes.len()),
                 Err(response) => response,
@@ -264,10 +277,11 @@ impl Server {
 
     /// Starts fetching `content` into `slot` from `from`; the slot waits for it. A fetch that
     /// fails is tried again, from the data center (which holds every content) and after a
-    /// growing wait, until it succeeds or the slot is given to another content: a replica that
-    /// could not be had at first (a peer that had not its own bytes yet, the data center not
-    /// yet listening when the farm is filled) is had later, not left empty for good while the
-    /// dispatcher sends requests to it.
+    /// growing wait, until it succeeds, the data center refuses it for good (a 4xx: a content
+    /// or a ticket it does not know, which asking again will not change) or the slot is given
+    /// to another content: a replica that could not be had at first (a peer that had not its
+    /// own bytes yet, the data center not yet listening when the farm is filled) is had later,
+    /// not left empty for good while the dispatcher sends requests to it.
     fn fetch_into(self: &Arc<Self>, slot: usize, content: u32, from: &Source, kind: &str) {
         let (tx, rx) = watch::channel(None);
         {
@@ -275,49 +289,68 @@ impl Server {
             slots[slot] = Some(Slot { content, bytes: rx });
         }
         self.changed.send_replace(());
-        let (port, kind) = (self.config.port, kind.to_string());
-        let url_at = move |host: &str| format!("http://{host}:{port}/{kind}/{content}");
-        let mut url = match from {
-            Source::DataCenter => url_at(&self.config.datacenter),
-            Source::Peer(peer) => url_at(peer),
+        let mut source = match from {
+            Source::DataCenter => self.config.datacenter.clone(),
+            Source::Peer(peer) => peer.clone(),
         };
-        let server = self.clone();
+        let (server, kind) = (self.clone(), kind.to_string());
         tokio::spawn(async move {
             let mut wait = FETCH_RETRY_FIRST;
             loop {
-                let failure = match server.fetch(&url, content).await {
+                let failure = match server.fetch(&source, &kind, content).await {
                     Ok(bytes) => {
                         let _ = tx.send(Some(bytes));
                         return;
                     }
                     Err(e) => e,
                 };
+                let from_datacenter = source == server.config.datacenter;
+                if from_datacenter && failure.for_good {
+                    tracing::error!(
+                        "farm-server {}: {source} refused /{kind}/{content}: {}; slot {slot} stays empty",
+                        server.node,
+                        failure.why
+                    );
+                    return;
+                }
                 tracing::warn!(
-                    "farm-server {}: fetching {url}: {failure}; trying the data center in {wait:?}",
-                    server.node
+                    "farm-server {}: fetching /{kind}/{content} from {source}: {}; trying the data center in {wait:?}",
+                    server.node,
+                    failure.why
                 );
                 tokio::select! {
                     () = tx.closed() => return,
                     () = tokio::time::sleep(wait) => {}
                 }
-                url = url_at(&server.config.datacenter);
+                source = server.config.datacenter.clone();
                 wait = (wait * 2).min(FETCH_RETRY_MOST);
             }
         });
     }
 
-    /// GETs `url` and checks the bytes are content `content`'s, reading no more than its size.
-    async fn fetch(&self, url: &str, content: u32) -> Result<Bytes, String> {
-        let response = self.http.get(url).send().await.map_err(|e| e.to_string())?;
-        if !response.status().is_success() {
-            return Err(format!("status {}", response.status()));
+    /// GETs `/KIND/CONTENT` from `source` with a ticket for it and checks the bytes are
+    /// content `content`'s, reading no more than its size.
+    async fn fetch(&self, source: &str, kind: &str, content: u32) -> Result<Bytes, FetchFailure> {
+        let path = (self.tickets.lock().unwrap_or_else(|e| e.into_inner()))
+            .fetch_path(source, kind, content)
+            .ok_or(FetchFailure::again("no key from the dispatcher yet"))?;
+        let url = format!("http://{source}:{}{path}", self.config.port);
+        let response = (self.http.get(url).send().await).map_err(FetchFailure::again)?;
+        let status = response.status();
+        if !status.is_success() {
+            let for_good = status.is_client_error()
+                && status != StatusCode::REQUEST_TIMEOUT
+                && status != StatusCode::TOO_MANY_REQUESTS;
+            let why = format!("status {status}");
+            return Err(FetchFailure { why, for_good });
         }
-        let bytes = exact_body(response, self.config.object_size).await?;
+        let bytes =
+            (exact_body(response, self.config.object_size).await).map_err(FetchFailure::again)?;
         if bytes != expected(content, self.config.object_size) {
-            return Err(format!(
+            return Err(FetchFailure::again(format!(
                 "{} bytes that are not content {content}",
                 bytes.len()
-            ));
+            )));
         }
         Ok(bytes)
     }
@@ -334,7 +367,7 @@ impl Server {
                 }
                 *self.tickets.lock().unwrap_or_else(|e| e.into_inner()) = Tickets {
                     key: Some(TokenKey::from_bytes(ticket_key)),
-                    next: 0,
+                    ..Tickets::default()
                 };
                 let mut waiting = Vec::new();
                 for (i, content) in slots.iter().enumerate() {
@@ -470,6 +503,7 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::farm_roles::tickets::{ticket_context, ticketed_path};
     use crate::testing::TempDir;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -480,7 +514,10 @@ mod tests {
     fn a_transfer_takes_a_ticket_the_dispatcher_made_for_it_once() {
         let key = TokenKey::generate().unwrap();
         let query = |server: &str, content: u32, n: u64| {
-            format!("ticket={}", key.token(&ticket_context(server, content), n))
+            format!(
+                "ticket={}",
+                key.token(&ticket_context(server, "c", content), n)
+            )
         };
         let mut tickets = Tickets::default();
         let mut take = |query: Option<&str>, content: u32| {
@@ -493,7 +530,7 @@ mod tests {
         );
         let mut tickets = Tickets {
             key: Some(TokenKey::from_bytes(key.bytes())),
-            next: 0,
+            ..Tickets::default()
         };
         let mut take = |query: &str, content: u32| {
             (tickets.take("s1", content, Some(query)))
@@ -506,7 +543,7 @@ mod tests {
         let made_up = format!("ticket=5-{}", "0".repeat(64));
         assert_eq!(take(&made_up, 7), forbidden, "made up");
         let other = TokenKey::generate().unwrap();
-        let others = format!("ticket={}", other.token(&ticket_context("s1", 7), 5));
+        let others = format!("ticket={}", other.token(&ticket_context("s1", "c", 7), 5));
         assert_eq!(take(&others, 7), forbidden, "another key's");
         assert_eq!(take(&query("s1", 7, 5), 7), Ok(5));
         let stale = Err(StatusCode::SERVICE_UNAVAILABLE);
@@ -515,20 +552,16 @@ mod tests {
         assert_eq!(take(&query("s1", 9, 8), 9), Ok(8));
     }
 
-    /// A replica whose source fails (a peer that does not answer, the data center not yet
-    /// listening) is not left empty: it is fetched from the data center once that answers.
-    #[tokio::test]
-    async fn a_failed_replica_fetch_is_had_from_the_data_center_later() {
-        let certs = TempDir::new("farm-server-retry");
-        crate::control::issue_lab_certs(&certs.0, "retry", &["s1"]).unwrap();
+    /// A server `node` with one slot, the key `key`, whose data center and peers listen on
+    /// `port` at `datacenter`.
+    fn test_server(node: &str, datacenter: &str, port: u16, key: &TokenKey) -> Arc<Server> {
+        let certs = TempDir::new("farm-server-test");
+        // The control plane is not used here: any certificate will do.
+        crate::control::issue_lab_certs(&certs.0, "farm-test", &["s1"]).unwrap();
         let identity = Arc::new(Identity::load(&certs.0, "s1").unwrap());
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
         let config = ServerConfig {
             dispatcher: "dispatcher".into(),
-            datacenter: "127.0.0.1".into(),
+            datacenter: datacenter.into(),
             slots: 1,
             service: Duration::from_millis(1),
             object_size: 1000,
@@ -537,11 +570,14 @@ mod tests {
             fetch_timeout: Duration::from_secs(3),
             seed: 1,
         };
-        let server = Arc::new(Server {
+        Arc::new(Server {
             slots: Mutex::new(vec![None]),
             changed: watch::channel(()).0,
             busy: AtomicBool::new(false),
-            tickets: Mutex::default(),
+            tickets: Mutex::new(Tickets {
+                key: Some(TokenKey::from_bytes(key.bytes())),
+                ..Tickets::default()
+            }),
             rng: Mutex::new(StdRng::seed_from_u64(1)),
             http: reqwest::Client::builder()
                 .timeout(config.fetch_timeout)
@@ -550,18 +586,29 @@ mod tests {
             dispatcher: tokio::sync::Mutex::new(Peer::new(&config.dispatcher)),
             refusals: Arc::new(tokio::sync::Semaphore::new(MAX_REFUSAL_REPORTS)),
             identity,
-            node: "s1".into(),
+            node: node.into(),
             config,
-        });
-        server.fetch_into(0, 3, &Source::Peer("127.0.0.2".into()), "copy");
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        let slot = server.slot_of(3).expect("the slot holds the content");
-        assert!(slot.bytes.borrow().is_none(), "fetched from nowhere");
+        })
+    }
+
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port()
+    }
+
+    /// A data center on `port` that answers every request with `status` (and content 3's
+    /// bytes when 200), and the request lines it was sent.
+    async fn fake_datacenter(
+        port: u16,
+        status: &'static str,
+    ) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<String>>>) {
         let datacenter = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .unwrap();
-        let paths = Arc::new(Mutex::new(Vec::new()));
-        let seen = paths.clone();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let seen = lines.clone();
         let serving = tokio::spawn(async move {
             while let Ok((mut stream, _)) = datacenter.accept().await {
                 let mut request = [0; 1024];
@@ -571,14 +618,112 @@ mod tests {
                     .next()
                     .map(str::to_string);
                 seen.lock().unwrap().extend(line);
-                let head = "HTTP/1.1 200 OK\r\ncontent-length: 1000\r\nconnection: close\r\n\r\n";
+                let (length, body) = match status {
+                    "200 OK" => (1000, expected(3, 1000)),
+                    _ => (0, Bytes::new()),
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\ncontent-length: {length}\r\nconnection: close\r\n\r\n"
+                );
                 let _ = stream.write_all(head.as_bytes()).await;
-                let _ = stream.write_all(&expected(3, 1000)).await;
+                let _ = stream.write_all(&body).await;
             }
         });
+        (serving, lines)
+    }
+
+    /// A replica whose source fails (a peer that does not answer, the data center not yet
+    /// listening) is not left empty: it is fetched from the data center once that answers,
+    /// with a ticket of the dispatcher's key for the data center and that copy.
+    #[tokio::test]
+    async fn a_failed_replica_fetch_is_had_from_the_data_center_later() {
+        let key = TokenKey::generate().unwrap();
+        let port = free_port();
+        let server = test_server("s1", "127.0.0.1", port, &key);
+        server.fetch_into(0, 3, &Source::Peer("127.0.0.2".into()), "copy");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let slot = server.slot_of(3).expect("the slot holds the content");
+        assert!(slot.bytes.borrow().is_none(), "fetched from nowhere");
+        let (serving, lines) = fake_datacenter(port, "200 OK").await;
         let bytes = server.bytes_of(3).await.expect("the replica arrives");
         assert_eq!(bytes, expected(3, 1000));
-        assert_eq!(*paths.lock().unwrap(), ["GET /copy/3 HTTP/1.1"]);
+        let lines = lines.lock().unwrap().clone();
+        let [line] = &lines[..] else {
+            panic!("{lines:?}")
+        };
+        let target = (line.strip_prefix("GET ")).and_then(|l| l.strip_suffix(" HTTP/1.1"));
+        let (path, query) = target.and_then(|t| t.split_once('?')).unwrap();
+        assert_eq!(path, "/copy/3");
+        let admitted = tickets::check(Some(&key), "127.0.0.1", "copy", 3, Some(query));
+        assert!(admitted.is_ok(), "{line}");
         serving.abort();
+    }
+
+    /// A data center that refuses a fetch with a 4xx is not asked again: the slot stays
+    /// empty, and a request for it fails at once rather than wait.
+    #[tokio::test]
+    async fn a_fetch_the_data_center_refuses_is_not_tried_again() {
+        let key = TokenKey::generate().unwrap();
+        let port = free_port();
+        let (serving, lines) = fake_datacenter(port, "404 Not Found").await;
+        let server = test_server("s1", "127.0.0.1", port, &key);
+        server.fetch_into(0, 3, &Source::DataCenter, "fill");
+        let failed = tokio::time::timeout(Duration::from_secs(2), server.bytes_of(3)).await;
+        assert!(matches!(failed, Ok(Err(_))), "the request waited");
+        tokio::time::sleep(FETCH_RETRY_FIRST * 3).await;
+        assert_eq!(lines.lock().unwrap().len(), 1, "asked again");
+        serving.abort();
+    }
+
+    /// A server serves `/copy/C` to a farm member only: a peer's fetch, with a ticket it made
+    /// with the dispatcher's key, gets the bytes; a request without a ticket, or with one
+    /// made for another node or by another key, is refused.
+    #[tokio::test]
+    async fn a_copy_is_served_with_a_ticket_of_the_farm_only() {
+        let key = TokenKey::generate().unwrap();
+        let holder = test_server("127.0.0.1", "127.0.0.9", 1, &key);
+        let (bytes, stored) = watch::channel(Some(expected(3, 1000)));
+        drop(bytes);
+        holder.slots.lock().unwrap()[0] = Some(Slot {
+            content: 3,
+            bytes: stored,
+        });
+        let handler = move |request| holder.clone().handle(request);
+        let options = ServeOptions {
+            role: "farm-server",
+            access_log: false,
+        };
+        let running = spawn_http("127.0.0.1:0".parse().unwrap(), handler, options, None)
+            .await
+            .unwrap();
+        let port = running.http.port();
+        let peer = test_server("s2", "127.0.0.9", port, &key);
+        peer.fetch_into(0, 3, &Source::Peer("127.0.0.1".into()), "copy");
+        let copied = tokio::time::timeout(Duration::from_secs(5), peer.bytes_of(3)).await;
+        assert_eq!(copied.ok().and_then(Result::ok), Some(expected(3, 1000)));
+        let other = TokenKey::generate().unwrap();
+        // Another request's ticket on `/copy/3`.
+        let on_copy = |path: String| format!("/copy/3?{}", path.split_once('?').unwrap().1);
+        for (what, path) in [
+            ("no ticket", "/copy/3".to_string()),
+            ("another node's", ticketed_path(&key, "s2", "copy", 3, 1)),
+            (
+                "another key's",
+                ticketed_path(&other, "127.0.0.1", "copy", 3, 1),
+            ),
+            (
+                "another kind's",
+                on_copy(ticketed_path(&key, "127.0.0.1", "c", 3, 1)),
+            ),
+            (
+                "another content's",
+                on_copy(ticketed_path(&key, "127.0.0.1", "copy", 4, 1)),
+            ),
+        ] {
+            let url = format!("http://127.0.0.1:{port}{path}");
+            let status = reqwest::get(url).await.unwrap().status();
+            assert_eq!(status, StatusCode::FORBIDDEN, "{what}");
+        }
+        running.stop().await.unwrap();
     }
 }

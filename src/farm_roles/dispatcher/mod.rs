@@ -3,7 +3,8 @@
 //! optimized, or proportional for an adaptive scheme) on the servers and has each fetch its
 //! contents from the data center. Then every user request `GET /c/C` is answered with a
 //! redirect: to an idle server storing C (now busy until it reports the transfer's end), or,
-//! when none is, to the data center — a loss. Losses (and virtual losses) run the adaptive
+//! when none is, to the data center — a loss. Each redirect carries a ticket of the
+//! dispatcher's key (`super::tickets`), without which neither serves it. Losses (and virtual losses) run the adaptive
 //! scheme, whose replacements go to the servers over the control plane: after a real loss the
 //! new replica is a copy from the data center, after a virtual loss one from the server that
 //! is serving the request. Every decision is the core's `Coordinator`, in time counted in
@@ -19,11 +20,11 @@ mod plots;
 mod record;
 
 use super::config::DispatcherConfig;
-use super::messages::ticket_context;
 use super::messages::{
-    DataCenterRequest, DataCenterUsage, DispatcherRequest, DispatcherResponse, ServerRequest,
-    ServerResponse, Source, TICKET,
+    DataCenterRequest, DataCenterResponse, DataCenterUsage, DispatcherRequest, DispatcherResponse,
+    ServerRequest, ServerResponse, Source,
 };
+use super::tickets::ticketed_path;
 use crate::control::{Callers, Identity};
 use crate::replication::coordinator::{Coordinator, Copy, Decision, Trigger};
 use crate::replication::farm::Observer;
@@ -85,8 +86,8 @@ struct Dispatcher {
     index: HashMap<String, u32>,
     /// Each server's replacements waiting their turn, in the order the coordinator made them.
     replacements: Vec<mpsc::Sender<(Copy, Source)>>,
-    /// Makes the tickets of the redirects (the servers check them with its bytes, sent in
-    /// `Fill`).
+    /// Makes the tickets of the redirects (the servers and the data center check them with
+    /// its bytes, sent in `Fill` and `Key`).
     tickets: TokenKey,
 }
 
@@ -129,15 +130,14 @@ impl Dispatcher {
                 coordinator, rng, ..
             } = &mut *state;
             let step = coordinator.request(content, t, &mut NoStatistics, rng);
-            let mut ticket = None;
+            // Every redirect carries a ticket; a server's is the transfer it is now busy with.
+            let ticket = state.next_ticket;
+            state.next_ticket += 1;
             if let Decision::Serve { server } = step.decision {
-                let assignment = Assignment {
-                    ticket: state.next_ticket,
+                state.assigned[server as usize] = Some(Assignment {
+                    ticket,
                     since: Instant::now(),
-                };
-                state.next_ticket += 1;
-                state.assigned[server as usize] = Some(assignment);
-                ticket = Some(assignment.ticket);
+                });
             }
             state.interval.request(content, &step);
             // Queued under the lock that decided it, so one slot's replacements are queued,
@@ -147,15 +147,12 @@ impl Dispatcher {
             }
             (step, ticket)
         };
-        let port = self.config.server_port;
-        let location = match (step.decision, ticket) {
-            (Decision::Serve { server }, Some(ticket)) => {
-                let name = &self.config.servers[server as usize];
-                let ticket = self.tickets.token(&ticket_context(name, content), ticket);
-                format!("http://{name}:{port}/c/{content}?{TICKET}={ticket}")
-            }
-            _ => format!("http://{}:{port}/c/{content}", self.config.datacenter),
+        let node = match step.decision {
+            Decision::Serve { server } => &self.config.servers[server as usize],
+            Decision::Lost => &self.config.datacenter,
         };
+        let path = ticketed_path(&self.tickets, node, "c", content, ticket);
+        let location = format!("http://{node}:{}{path}", self.config.server_port);
         let mut response = http::redirect(location);
         let decision = match step.decision {
             Decision::Serve { .. } => "served",
@@ -248,16 +245,35 @@ impl Dispatcher {
     }
 }
 
-/// Lays the initial replication on the servers and has each fetch its contents.
+/// Gives the data center the key of the tickets it takes, then lays the initial replication
+/// on the servers and has each fetch its contents.
 async fn fill(
     config: &DispatcherConfig,
     identity: &Arc<Identity>,
     slots: &[u32],
     tickets: &TokenKey,
 ) -> Result<(), String> {
+    let started = Instant::now();
+    let mut datacenter = Peer::new(&config.datacenter);
+    let key = DataCenterRequest::Key {
+        ticket_key: tickets.bytes(),
+    };
+    loop {
+        let timeout = Duration::from_secs(5);
+        let answer = (datacenter.call(config.control_port, identity, &key, timeout)).await;
+        if answer == Some(DataCenterResponse::Keyed) {
+            break;
+        }
+        if started.elapsed() > FILL_DEADLINE {
+            return Err(format!(
+                "filling the farm: the data center {} did not take the key in {FILL_DEADLINE:?}",
+                config.datacenter
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     let d = config.system.d();
     let mut left: Vec<usize> = (0..config.servers.len()).collect();
-    let started = Instant::now();
     while !left.is_empty() {
         let mut peers: Vec<Peer> = left
             .iter()
@@ -317,14 +333,18 @@ async fn measure(
     config: &DispatcherConfig,
     identity: &Identity,
 ) -> Option<DataCenterUsage> {
-    datacenter
+    let answer = datacenter
         .call(
             config.control_port,
             identity,
             &DataCenterRequest::Measure,
             Duration::from_secs(1),
         )
-        .await
+        .await;
+    match answer {
+        Some(DataCenterResponse::Usage(usage)) => Some(usage),
+        _ => None,
+    }
 }
 
 /// Sends one server its replacements over `line`, one at a time in the order they were
