@@ -2,8 +2,8 @@
 //! appended since the last and hands back the lines completed since then, so a long run costs
 //! no more per look than a short one. A line still being written waits for its newline.
 
+use crate::regular_file::Beneath;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::PathBuf;
 
 /// Bytes read in one look at most: a file that grew by more is read over several looks.
 const MAX_READ: u64 = 1 << 20;
@@ -13,7 +13,7 @@ pub const MAX_LINE: usize = 64 * 1024;
 
 #[derive(Debug)]
 pub struct LineTail {
-    path: PathBuf,
+    path: Beneath,
     /// Bytes of the file read so far.
     read: u64,
     /// The start of a line whose newline has not arrived yet.
@@ -27,9 +27,11 @@ pub struct LineTail {
 }
 
 impl LineTail {
-    pub fn new(path: PathBuf) -> LineTail {
+    /// The file at `path` (a `PathBuf`: its directory taken as named, the file not followed
+    /// if a link; or a [`Beneath`]: no link below its base followed).
+    pub fn new(path: impl Into<Beneath>) -> LineTail {
         LineTail {
-            path,
+            path: path.into(),
             read: 0,
             partial: Vec::new(),
             skipping: false,
@@ -48,7 +50,7 @@ impl LineTail {
     /// replaced), or `None` while the file does not exist (or is not a regular file).
     pub fn next_lines(&mut self) -> Option<Vec<String>> {
         self.at_end = true;
-        let mut file = crate::regular_file::open_regular(&self.path).ok()?;
+        let mut file = self.path.open().ok()?;
         let mut appended = Vec::new();
         if file.seek(SeekFrom::Start(self.read)).is_err()
             || file.take(MAX_READ).read_to_end(&mut appended).is_err()

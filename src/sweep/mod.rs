@@ -47,11 +47,16 @@ const LOCK_FILE: &str = "sweep.lock";
 /// The most bytes read of a sweep's own files (`sweep.json`, a run's `summary.json`).
 const MAX_SWEEP_FILE: u64 = 64 << 20;
 
-/// A file of the sweep's directory, which the user handed in (`--resume`, `--replot`): only a
-/// regular file is read, so a link there is not followed and a FIFO not waited on. (What the
-/// sweep writes there replaces a file whole, never through a link: `atomic_write`.)
-fn read_run_file(path: &Path) -> std::io::Result<String> {
-    crate::regular_file::read_regular(path, MAX_SWEEP_FILE)
+/// A file `path` of the sweep's directory `out_dir`, which the user handed in (`--resume`,
+/// `--replot`): only a regular file reached through no link below `out_dir` is read, and a
+/// FIFO is not waited on. (What the sweep writes there replaces a file whole, never through a
+/// link: `atomic_write`.)
+fn read_run_file(out_dir: &Path, path: &Path) -> std::io::Result<String> {
+    let relative = path.strip_prefix(out_dir).map_err(|_| {
+        let why = format!("{} is not in {}", path.display(), out_dir.display());
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, why)
+    })?;
+    crate::regular_file::read_regular_beneath(out_dir, relative, MAX_SWEEP_FILE)
 }
 
 /// What defines a sweep's runs: the topology, its variables, every run's flags.
@@ -67,7 +72,7 @@ fn plan(options: &SweepOptions) -> serde_json::Value {
 /// For `--resume`: the sweep in `out_dir` must be this one; names what differs if not.
 fn check_resumable(options: &SweepOptions) -> Result<(), String> {
     let path = options.out_dir.join(PLAN_FILE);
-    let text = read_run_file(&path).map_err(|e| {
+    let text = read_run_file(&options.out_dir, &path).map_err(|e| {
         format!(
             "--resume {}: cannot read its {PLAN_FILE} ({e}): not a sweep directory this cdnlab wrote",
             options.out_dir.display()
@@ -136,7 +141,7 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     let done = |i: usize| {
         let summary = run_dir(&runs_dir, i, &runs[i]).join("summary.json");
         options.resume
-            && read_run_file(&summary)
+            && read_run_file(&options.out_dir, &summary)
                 .ok()
                 .and_then(|text| serde_json::from_str::<RunSummary>(&text).ok())
                 .is_some_and(|summary| summary.servers_ended.is_empty())
@@ -312,7 +317,7 @@ fn collect(
     let mut rows = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let path = run_dir(runs_dir, i, run).join("summary.json");
-        let Ok(text) = read_run_file(&path) else {
+        let Ok(text) = read_run_file(&options.out_dir, &path) else {
             continue;
         };
         let summary: RunSummary =

@@ -9,8 +9,9 @@ use super::feed::{self, Sample, SegmentColumns, Throughput};
 use crate::fog_roles::viewers::DEADLINES_HEADER;
 use crate::icn_roles::load::REQUESTS_HEADER;
 use crate::line_tail::LineTail;
+use crate::regular_file::Beneath;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Largest `summary.json` read: a client's is a few kB.
 const MAX_SUMMARY: u64 = 1 << 20;
@@ -28,7 +29,7 @@ struct Rows {
 }
 
 impl Rows {
-    fn new(path: PathBuf, header: &'static str) -> Rows {
+    fn new(path: Beneath, header: &'static str) -> Rows {
         Rows {
             tail: LineTail::new(path),
             header,
@@ -56,7 +57,7 @@ impl Rows {
 
 struct Client {
     name: String,
-    dir: PathBuf,
+    dir: Beneath,
     segments: LineTail,
     columns: Option<SegmentColumns>,
     deadlines: Rows,
@@ -79,12 +80,12 @@ pub struct Files {
 }
 
 impl Files {
-    /// `nodes_dir` holds a directory per node; `clients` and `controllers` (ICN controllers)
-    /// are names a topology has checked.
+    /// `nodes` holds a directory per node, whose files are read through no link below its
+    /// base; `clients` and `controllers` (ICN controllers) are names a topology has checked.
     pub fn new(
         events: PathBuf,
         links: Option<PathBuf>,
-        nodes_dir: &Path,
+        nodes: &Beneath,
         clients: &[String],
         controllers: &[String],
     ) -> Files {
@@ -96,14 +97,11 @@ impl Files {
                 .iter()
                 .map(|name| Client {
                     name: name.clone(),
-                    dir: nodes_dir.join(name),
-                    segments: LineTail::new(nodes_dir.join(name).join("segments.csv")),
+                    dir: nodes.join(name),
+                    segments: LineTail::new(nodes.join(name).join("segments.csv")),
                     columns: None,
-                    deadlines: Rows::new(
-                        nodes_dir.join(name).join("deadlines.csv"),
-                        DEADLINES_HEADER,
-                    ),
-                    requests: Rows::new(nodes_dir.join(name).join("requests.csv"), REQUESTS_HEADER),
+                    deadlines: Rows::new(nodes.join(name).join("deadlines.csv"), DEADLINES_HEADER),
+                    requests: Rows::new(nodes.join(name).join("requests.csv"), REQUESTS_HEADER),
                     latency: RegionLatency::default(),
                     done: false,
                 })
@@ -111,7 +109,7 @@ impl Files {
             controllers: controllers
                 .iter()
                 .map(|name| {
-                    let log = nodes_dir.join(name).join("controller.jsonl");
+                    let log = nodes.join(name).join("controller.jsonl");
                     (name.clone(), LineTail::new(log))
                 })
                 .collect(),
@@ -223,8 +221,8 @@ impl Files {
 }
 
 /// A client's `summary.json` once it is whole (it may be read while being written).
-fn read_summary(path: &Path) -> Option<Value> {
-    let text = crate::regular_file::read_regular(path, MAX_SUMMARY).ok()?;
+fn read_summary(path: &Beneath) -> Option<Value> {
+    let text = path.read(MAX_SUMMARY).ok()?;
     serde_json::from_str(&text).ok().filter(Value::is_object)
 }
 
@@ -259,7 +257,7 @@ mod tests {
         let mut files = Files::new(
             dir.0.join("events.jsonl"),
             None,
-            &dir.0.join("nodes"),
+            &Beneath::new(&dir.0, "nodes"),
             &["u".to_string()],
             &[],
         );

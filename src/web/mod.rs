@@ -15,6 +15,7 @@ pub mod server;
 
 use crate::lab::counters::LinkCounters;
 use crate::lab::{self, LabState};
+use crate::regular_file::Beneath;
 use crate::topology::Topology;
 use files::Files;
 use hub::Hub;
@@ -128,7 +129,7 @@ pub fn follow_lab(lab: &str, hub: &Hub, follow: &Follow) -> Result<(), String> {
     let mut files = Files::new(
         state.events_path(),
         None,
-        &state.out_dir,
+        &Beneath::new(&state.out_dir, ""),
         &clients,
         &controllers,
     );
@@ -212,7 +213,7 @@ pub fn replay(dir: &Path, hub: &Hub) -> Result<(), String> {
     let mut files = Files::new(
         dir.join("events.jsonl"),
         Some(links),
-        &dir.join("nodes"),
+        &Beneath::new(dir, "nodes"),
         &clients,
         &controllers,
     );
