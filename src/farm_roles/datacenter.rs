@@ -8,7 +8,8 @@
 
 use super::config::DataCenterConfig;
 use super::messages::{DataCenterRequest, DataCenterResponse, DataCenterUsage};
-use super::{content_of, payload, tickets};
+use super::tickets::{self, Spent};
+use super::{content_of, payload};
 use crate::control::Callers;
 use crate::roles::control::load_identity;
 use crate::roles::env::NodeEnv;
@@ -20,12 +21,18 @@ use hyper::{Request, Response, StatusCode};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
+#[derive(Default)]
+struct Admission {
+    key: Option<TokenKey>,
+    users: Spent,
+}
+
 struct DataCenter {
     config: DataCenterConfig,
     /// This node's name, which the tickets it takes are made for.
     node: String,
-    /// The dispatcher's key, once it came.
-    key: Mutex<Option<TokenKey>>,
+    /// The dispatcher's key, once it came, and the users' tickets taken under it.
+    admission: Mutex<Admission>,
     usage: Mutex<DataCenterUsage>,
 }
 
@@ -41,14 +48,7 @@ impl DataCenter {
         else {
             return error(StatusCode::NOT_FOUND, "no such content");
         };
-        let admitted = tickets::check(
-            self.key.lock().unwrap_or_else(|e| e.into_inner()).as_ref(),
-            &self.node,
-            kind,
-            content,
-            request.uri().query(),
-        );
-        if let Err(refusal) = admitted {
+        if let Err(refusal) = self.admit(request, kind, content) {
             return refusal.response();
         }
         let size = self.config.object_size;
@@ -67,11 +67,30 @@ impl DataCenter {
         http::payload(payload(content), size)
     }
 
+    /// Whether `request` for `/KIND/CONTENT` carries a ticket of the dispatcher's key for
+    /// it; a user's (a loss's) is taken, so it is good for one GET.
+    fn admit(
+        &self,
+        request: &Request<hyper::body::Incoming>,
+        kind: &str,
+        content: u32,
+    ) -> Result<(), tickets::NoTicket> {
+        let mut admission = self.admission.lock().unwrap_or_else(|e| e.into_inner());
+        let query = request.uri().query();
+        let id = tickets::check(admission.key.as_ref(), &self.node, kind, content, query)?;
+        if kind == "c" && request.method() == hyper::Method::GET {
+            admission.users.take(id)?;
+        }
+        Ok(())
+    }
+
     fn control(&self, request: DataCenterRequest) -> DataCenterResponse {
         match request {
             DataCenterRequest::Key { ticket_key } => {
-                *self.key.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(TokenKey::from_bytes(ticket_key));
+                *self.admission.lock().unwrap_or_else(|e| e.into_inner()) = Admission {
+                    key: Some(TokenKey::from_bytes(ticket_key)),
+                    users: Spent::default(),
+                };
                 DataCenterResponse::Keyed
             }
             DataCenterRequest::Measure => DataCenterResponse::Usage(
@@ -90,7 +109,7 @@ pub async fn run(
     let center = Arc::new(DataCenter {
         config: config.clone(),
         node: env.node_name(),
-        key: Mutex::new(None),
+        admission: Mutex::default(),
         usage: Mutex::new(DataCenterUsage::default()),
     });
     let for_control = center.clone();
@@ -131,8 +150,9 @@ mod tests {
     use crate::farm_roles::tickets::ticketed_path;
 
     /// The data center serves only requests with a ticket of the dispatcher's key for it, and
-    /// counts only those: none is served before the key came, and neither a request without
-    /// a ticket nor one with a ticket for another node, kind or content is served or counted.
+    /// counts only those: none is served before the key came, neither a request without a
+    /// ticket nor one with a ticket for another node, kind or content is served or counted,
+    /// and a loss's ticket is good for one request.
     #[tokio::test]
     async fn only_the_farms_requests_are_served_and_counted() {
         let center = Arc::new(DataCenter {
@@ -144,7 +164,7 @@ mod tests {
                 control_port: 1,
             },
             node: "dc".into(),
-            key: Mutex::new(None),
+            admission: Mutex::default(),
             usage: Mutex::new(DataCenterUsage::default()),
         });
         let serving = center.clone();
@@ -190,7 +210,13 @@ mod tests {
         }
         assert_eq!(status(copy).await, StatusCode::OK);
         let user = ticketed_path(&key, "dc", "c", 9, 2);
-        assert_eq!(status(user).await, StatusCode::OK);
+        assert_eq!(status(user.clone()).await, StatusCode::OK);
+        let again = status(user).await;
+        assert_eq!(
+            again,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "a loss's ticket twice"
+        );
         let DataCenterResponse::Usage(usage) = center.control(DataCenterRequest::Measure) else {
             panic!("no usage")
         };

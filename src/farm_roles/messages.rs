@@ -1,7 +1,8 @@
 //! Control-plane messages of the replicating farm (QUIC, bincode 2, lab certificates). The
-//! dispatcher fills every server at the start and tells a server which replica to replace;
-//! a server tells the dispatcher when a transfer ends; the dispatcher gives the data center
-//! the key of its tickets and reads its byte counts. Each receiver authorizes a call by the caller's certificate name.
+//! dispatcher fills every server at the start and tells a server which replica to replace; a server
+//! tells the dispatcher when a transfer ends; the dispatcher gives the data center the key of its
+//! tickets and reads its byte counts. Each receiver authorizes a call by the caller's certificate
+//! name.
 
 use serde::{Deserialize, Serialize};
 

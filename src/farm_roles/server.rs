@@ -1,15 +1,15 @@
-//! `farm-server`: one server of the farm (papers/004): d slots, each holding one content's
-//! bytes, serving one user transfer at a time. A transfer (`GET /c/C?ticket=T`, sent here by
-//! the dispatcher's redirect; one without a ticket the dispatcher made for this server and
-//! content is refused) lasts a service time drawn i.i.d. from an exponential distribution of mean
-//! `service`, its bytes paced evenly over it; a second one while busy is refused (503). When
-//! a transfer ends, whole or not, the server tells the dispatcher, with its ticket. On the dispatcher's word
-//! (control plane, the dispatcher only) it fills its slots from the data center at the start,
-//! and replaces one replica by another fetched from the data center or a peer (`GET
-//! /copy/C`, which it also serves its peers from memory, outside the one-transfer limit: a
-//! back-end copy, not a user's service). Its fetches carry tickets it makes with the
-//! dispatcher's key, and it serves `/copy/C` only with one (`super::tickets`). A request for
-//! a content whose fetch is still under way waits for it.
+//! `farm-server`: one server of the farm (papers/004): d slots, each holding one content's bytes,
+//! serving one user transfer at a time. A transfer (`GET /c/C?ticket=T`, sent here by the
+//! dispatcher's redirect; one without a ticket the dispatcher made for this server and content is
+//! refused) lasts a service time drawn i.i.d. from an exponential distribution of mean `service`,
+//! its bytes paced evenly over it; a second one while busy is refused (503). When a transfer ends,
+//! whole or not, the server tells the dispatcher, with its ticket. On the dispatcher's word
+//! (control plane, the dispatcher only) it fills its slots from the data center at the start, and
+//! replaces one replica by another fetched from the data center or a peer (`GET /copy/C`, which it
+//! also serves its peers from memory, outside the one-transfer limit: a back-end copy, not a user's
+//! service). Its fetches carry tickets it makes with the dispatcher's key, and it serves `/copy/C`
+//! only with one (`super::tickets`). A request for a content whose fetch is still under way waits
+//! for it.
 
 use super::config::ServerConfig;
 use super::messages::{
@@ -40,13 +40,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
-/// One slot: its content, and its bytes once fetched (None while the fetch is under way or
-/// after it failed).
+/// One slot: its content, and its bytes once fetched (None while the fetch is under way, an
+/// error once the data center refused it for good).
 #[derive(Clone)]
 struct Slot {
     content: u32,
-    bytes: watch::Receiver<Option<Bytes>>,
+    bytes: watch::Receiver<Option<Result<Bytes, String>>>,
 }
+
+/// Why a server has no bytes to give: the status to answer and what to say.
+type NoBytes = (StatusCode, String);
 
 /// How long a request for a content this server does not store waits for it to arrive: the
 /// dispatcher's replacement order and its redirect of a client to the new replica race.
@@ -163,21 +166,24 @@ impl Server {
     }
 
     /// The bytes of `content` if stored here, waiting for a fetch under way.
-    async fn bytes_of(&self, content: u32) -> Result<Bytes, Response<Body>> {
+    async fn bytes_of(&self, content: u32) -> Result<Bytes, NoBytes> {
         let Some(mut slot) = self.slot_waiting(content).await else {
-            return Err(error(
-                StatusCode::NOT_FOUND,
-                "this server does not store it",
-            ));
+            let why = "this server does not store it".to_string();
+            return Err((StatusCode::NOT_FOUND, why));
         };
         let ready = tokio::time::timeout(
             self.config.fetch_timeout,
             slot.bytes.wait_for(Option::is_some),
         )
         .await;
+        let unavailable = |why: String| (StatusCode::SERVICE_UNAVAILABLE, why);
         match ready {
-            Ok(Ok(bytes)) => Ok(bytes.clone().unwrap_or_default()),
-            _ => Err(http::unavailable("the replica's fetch did not complete")),
+            Ok(Ok(fetched)) => match &*fetched {
+                Some(Ok(bytes)) => Ok(bytes.clone()),
+                Some(Err(why)) => Err(unavailable(format!("the replica's fetch failed: {why}"))),
+                None => Err(unavailable("the replica's fetch did not complete".into())),
+            },
+            _ => Err(unavailable("the replica's fetch did not complete".into())),
         }
     }
 
@@ -207,7 +213,7 @@ impl Server {
             }
             return match self.bytes_of(content).await {
                 Ok(bytes) => octets(Body::bytes(bytes.clone()), bytes.len()),
-                Err(response) => response,
+                Err((status, why)) => error(status, why),
             };
         }
         let Some(content) = content_of(path, "c", contents) else {
@@ -248,7 +254,7 @@ impl Server {
                 )
             }
             // `done` dropped: the transfer ended before it began.
-            Err(response) => response,
+            Err((status, why)) => error(status, why),
         }
     }
 
@@ -277,8 +283,9 @@ impl Server {
 
     /// Starts fetching `content` into `slot` from `from`; the slot waits for it. A fetch that
     /// fails is tried again, from the data center (which holds every content) and after a
-    /// growing wait, until it succeeds, the data center refuses it for good (a 4xx: a content
-    /// or a ticket it does not know, which asking again will not change) or the slot is given
+    /// growing wait, until it succeeds, the data center refuses it for good (a 4xx other than
+    /// 408 and 429: a content or a ticket it does not know, which asking again will not
+    /// change; requests for the slot's content then get 503 saying so) or the slot is given
     /// to another content: a replica that could not be had at first (a peer that had not its
     /// own bytes yet, the data center not yet listening when the farm is filled) is had later,
     /// not left empty for good while the dispatcher sends requests to it.
@@ -299,24 +306,24 @@ impl Server {
             loop {
                 let failure = match server.fetch(&source, &kind, content).await {
                     Ok(bytes) => {
-                        let _ = tx.send(Some(bytes));
+                        let _ = tx.send(Some(Ok(bytes)));
                         return;
                     }
                     Err(e) => e,
                 };
                 let from_datacenter = source == server.config.datacenter;
+                let (node, why) = (&server.node, &failure.why);
                 if from_datacenter && failure.for_good {
                     tracing::error!(
-                        "farm-server {}: {source} refused /{kind}/{content}: {}; slot {slot} stays empty",
-                        server.node,
-                        failure.why
+                        "farm-server {node}: {source} refused /{kind}/{content}: {why}; \
+                         slot {slot} stays empty"
                     );
+                    let _ = tx.send(Some(Err(format!("{source} answered {why}"))));
                     return;
                 }
                 tracing::warn!(
-                    "farm-server {}: fetching /{kind}/{content} from {source}: {}; trying the data center in {wait:?}",
-                    server.node,
-                    failure.why
+                    "farm-server {node}: fetching /{kind}/{content} from {source}: {why}; \
+                     trying the data center in {wait:?}"
                 );
                 tokio::select! {
                     () = tx.closed() => return,
@@ -380,11 +387,8 @@ impl Server {
                     }
                 }
                 for c in waiting {
-                    if let Err(response) = self.bytes_of(c).await {
-                        return ServerResponse::Refused(format!(
-                            "content {c} could not be fetched ({})",
-                            response.status()
-                        ));
+                    if let Err((_, why)) = self.bytes_of(c).await {
+                        return ServerResponse::Refused(format!("content {c}: {why}"));
                     }
                 }
                 ServerResponse::Filled
@@ -660,7 +664,7 @@ mod tests {
     }
 
     /// A data center that refuses a fetch with a 4xx is not asked again: the slot stays
-    /// empty, and a request for it fails at once rather than wait.
+    /// empty, and a request for it fails at once, saying why, rather than wait.
     #[tokio::test]
     async fn a_fetch_the_data_center_refuses_is_not_tried_again() {
         let key = TokenKey::generate().unwrap();
@@ -669,7 +673,11 @@ mod tests {
         let server = test_server("s1", "127.0.0.1", port, &key);
         server.fetch_into(0, 3, &Source::DataCenter, "fill");
         let failed = tokio::time::timeout(Duration::from_secs(2), server.bytes_of(3)).await;
-        assert!(matches!(failed, Ok(Err(_))), "the request waited");
+        let Ok(Err((status, why))) = failed else {
+            panic!("the request waited")
+        };
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(why.contains("404"), "{why}");
         tokio::time::sleep(FETCH_RETRY_FIRST * 3).await;
         assert_eq!(lines.lock().unwrap().len(), 1, "asked again");
         serving.abort();
@@ -682,7 +690,7 @@ mod tests {
     async fn a_copy_is_served_with_a_ticket_of_the_farm_only() {
         let key = TokenKey::generate().unwrap();
         let holder = test_server("127.0.0.1", "127.0.0.9", 1, &key);
-        let (bytes, stored) = watch::channel(Some(expected(3, 1000)));
+        let (bytes, stored) = watch::channel(Some(Ok(expected(3, 1000))));
         drop(bytes);
         holder.slots.lock().unwrap()[0] = Some(Slot {
             content: 3,

@@ -7,14 +7,16 @@
 //! one did not come through the farm and is refused: served, it would be counted as the
 //! farm's cost (the data center's bytes) or take a server outside the farm's model.
 //!
-//! A ticket is checked, not spent, except at a server, which takes each transfer's once
-//! (`server::Tickets`): lab links carry plain HTTP, so a node that sees a ticket on the wire
-//! could send it again to the data center or a peer.
+//! A user's ticket is good for one request: a server takes each transfer's once
+//! (`server::Tickets`), the data center each loss's ([`Spent`]). A server's own tickets for
+//! its fetches are checked, not spent: lab links carry plain HTTP, so a node that sees one on
+//! the wire could send it again.
 
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::Body;
 use crate::roles::tokens::TokenKey;
 use hyper::{Response, StatusCode};
+use std::collections::BTreeSet;
 
 /// The query key of a ticket.
 pub const TICKET: &str = "ticket";
@@ -45,8 +47,9 @@ pub enum NoTicket {
     Forbidden(&'static str),
     /// The dispatcher's key has not come yet (503).
     Unkeyed,
-    /// A ticket already taken, or older than one taken (503, as a busy server answers: a
-    /// client that came after its lease ran out finds the server given to another).
+    /// A ticket already taken, or too old (at a server, older than one taken: 503, as a
+    /// busy server answers, since a client that came after its lease ran out finds the
+    /// server given to another).
     Stale,
 }
 
@@ -56,7 +59,7 @@ impl NoTicket {
             NoTicket::Forbidden(why) => error(StatusCode::FORBIDDEN, why),
             NoTicket::Unkeyed => http::unavailable("no key from the farm's dispatcher yet"),
             NoTicket::Stale => http::unavailable(
-                "a ticket already taken, or older than one taken: each is good for one request",
+                "a ticket already taken, or too old: each is good for one request",
             ),
         }
     }
@@ -78,6 +81,34 @@ pub fn check(
         .ok_or(NoTicket::Forbidden(
             "not a ticket the farm's dispatcher's key made for this node and content",
         ))
+}
+
+/// Tickets one node takes out of order (the data center, the losses of many clients at
+/// once), each once: every one taken above a floor is kept, and past [`MAX_SPENT`] the floor
+/// rises past the oldest (a ticket below it is refused: thousands of later ones were taken
+/// since it was made).
+#[derive(Default)]
+pub struct Spent {
+    floor: u64,
+    taken: BTreeSet<u64>,
+}
+
+/// The tickets a [`Spent`] keeps.
+pub const MAX_SPENT: usize = 4096;
+
+impl Spent {
+    /// Takes ticket `id`, unless it was taken or is below the floor.
+    pub fn take(&mut self, id: u64) -> Result<(), NoTicket> {
+        if id < self.floor || !self.taken.insert(id) {
+            return Err(NoTicket::Stale);
+        }
+        if self.taken.len() > MAX_SPENT {
+            if let Some(oldest) = self.taken.pop_first() {
+                self.floor = oldest.saturating_add(1);
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -110,5 +141,21 @@ mod tests {
         let other = TokenKey::generate().unwrap();
         assert!(forbidden(check(Some(&other), "dc", "copy", 7, query)));
         assert_eq!(check(None, "dc", "copy", 7, query), Err(NoTicket::Unkeyed));
+    }
+
+    /// Each ticket is taken once, in any order, and the kept ones stay bounded.
+    #[test]
+    fn a_spent_ticket_is_taken_once_in_any_order() {
+        let mut spent = Spent::default();
+        assert!(spent.take(5).is_ok());
+        assert!(spent.take(3).is_ok(), "out of order");
+        assert_eq!(spent.take(5), Err(NoTicket::Stale), "twice");
+        for id in 10..10 + MAX_SPENT as u64 {
+            assert!(spent.take(id).is_ok());
+        }
+        assert_eq!(spent.taken.len(), MAX_SPENT);
+        assert_eq!(spent.take(4), Err(NoTicket::Stale), "below the floor");
+        assert!(spent.take(9).is_ok(), "above the floor, never taken");
+        assert_eq!(spent.take(10 + MAX_SPENT as u64 - 1), Err(NoTicket::Stale));
     }
 }

@@ -1,14 +1,13 @@
-//! `farm-dispatcher`: the farm's coordinating entity (papers/004, Section V-A) on real
-//! processes. At the start it lays the initial replication (`scheme`: proportional or
-//! optimized, or proportional for an adaptive scheme) on the servers and has each fetch its
-//! contents from the data center. Then every user request `GET /c/C` is answered with a
-//! redirect: to an idle server storing C (now busy until it reports the transfer's end), or,
-//! when none is, to the data center — a loss. Each redirect carries a ticket of the
-//! dispatcher's key (`super::tickets`), without which neither serves it. Losses (and virtual losses) run the adaptive
-//! scheme, whose replacements go to the servers over the control plane: after a real loss the
-//! new replica is a copy from the data center, after a virtual loss one from the server that
-//! is serving the request. Every decision is the core's `Coordinator`, in time counted in
-//! mean service times.
+//! `farm-dispatcher`: the farm's coordinating entity (papers/004, Section V-A) on real processes.
+//! At the start it lays the initial replication (`scheme`: proportional or optimized, or
+//! proportional for an adaptive scheme) on the servers and has each fetch its contents from the
+//! data center. Then every user request `GET /c/C` is answered with a redirect: to an idle server
+//! storing C (now busy until it reports the transfer's end), or, when none is, to the data center —
+//! a loss. Each redirect carries a ticket of the dispatcher's key (`super::tickets`), without which
+//! neither serves it. Losses (and virtual losses) run the adaptive scheme, whose replacements go to
+//! the servers over the control plane: after a real loss the new replica is a copy from the data
+//! center, after a virtual loss one from the server that is serving the request. Every decision is
+//! the core's `Coordinator`, in time counted in mean service times.
 //!
 //! Samples the farm every `sample_every` and writes to `$CDNLAB_OUT_DIR`, every few seconds and
 //! at the end, `farm.json` (settings; totals, per content too: requests, losses, mean replicas;
@@ -266,7 +265,8 @@ async fn fill(
         }
         if started.elapsed() > FILL_DEADLINE {
             return Err(format!(
-                "filling the farm: the data center {} did not take the key in {FILL_DEADLINE:?}",
+                "filling the farm: the data center {} did not take the key in \
+                 {FILL_DEADLINE:?} (is it up, and is this node its `dispatcher`?)",
                 config.datacenter
             ));
         }
