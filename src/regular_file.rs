@@ -47,7 +47,7 @@ impl From<PathBuf> for Beneath {
     fn from(path: PathBuf) -> Beneath {
         match split(&path) {
             Ok((dir, name)) => Beneath::new(dir, name),
-            // Names no file: opening it fails as `open_regular` would.
+            // Names no file: opening it fails, saying so.
             Err(_) => Beneath::new(path, ""),
         }
     }
@@ -64,7 +64,8 @@ fn split(path: &Path) -> io::Result<(&Path, &std::ffi::OsStr)> {
 /// symlink: `base` is followed as named (the user's choice), every component of `relative`
 /// is not, each opened in the directory before it.
 pub fn open_regular_beneath(base: &Path, relative: &Path) -> io::Result<File> {
-    let mut at = open_at(None, base.as_os_str(), libc::O_RDONLY | libc::O_DIRECTORY)?;
+    // Directories are opened only to look up in (`O_PATH`: no read permission needed).
+    let mut at = open_at(None, base.as_os_str(), libc::O_PATH | libc::O_DIRECTORY)?;
     let mut parts = relative.components().peekable();
     if parts.peek().is_none() {
         return Err(invalid("names no file"));
@@ -73,11 +74,11 @@ pub fn open_regular_beneath(base: &Path, relative: &Path) -> io::Result<File> {
         let Component::Normal(name) = part else {
             return Err(invalid("a path below a run's directory names only entries"));
         };
-        let kind = match parts.peek() {
-            Some(_) => libc::O_DIRECTORY,
-            None => libc::O_NONBLOCK,
+        let how = match parts.peek() {
+            Some(_) => libc::O_PATH | libc::O_DIRECTORY,
+            None => libc::O_RDONLY | libc::O_NONBLOCK,
         };
-        at = open_at(Some(&at), name, libc::O_RDONLY | libc::O_NOFOLLOW | kind)?;
+        at = open_at(Some(&at), name, libc::O_NOFOLLOW | how)?;
     }
     let file = File::from(at);
     if !file.metadata()?.is_file() {
@@ -104,7 +105,7 @@ fn invalid(why: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, why.to_string())
 }
 
-/// The text of `path`, a regular file (see [`open_regular`]) of at most `max` bytes.
+/// The text of `path`, a regular file (see [`open_regular_beneath`]) of at most `max` bytes.
 pub fn read_regular(path: &Path, max: u64) -> io::Result<String> {
     let (dir, name) = split(path)?;
     read_regular_beneath(dir, Path::new(name), max)
@@ -167,6 +168,15 @@ mod tests {
         let run = dir.0.join("run");
         let summary = Beneath::new(&run, "nodes/u/summary.json");
         assert_eq!(summary.read(10).unwrap(), "{}");
+        std::fs::create_dir_all(run.join("other")).unwrap();
+        std::fs::write(run.join("other/x.json"), "{}").unwrap();
+        for bad in ["nodes/../other/x.json", "./other/x.json", "/etc/hostname"] {
+            let error = Beneath::new(&run, bad).open().unwrap_err();
+            assert!(
+                error.to_string().contains("names only entries"),
+                "{bad}: {error}"
+            );
+        }
         symlink(&run, dir.0.join("named")).unwrap();
         let through_base = Beneath::new(dir.0.join("named"), "nodes/u/summary.json");
         assert_eq!(through_base.read(10).unwrap(), "{}", "the base is followed");
@@ -176,7 +186,6 @@ mod tests {
             summary.open().is_err(),
             "a linked directory is not followed"
         );
-        assert!(Beneath::new(&run, "nodes/../nodes/u").open().is_err());
         assert!(Beneath::new(&run, "").open().is_err());
     }
 }

@@ -106,6 +106,14 @@ fn check_resumable(options: &SweepOptions) -> Result<(), String> {
 pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     let runs = grid::combinations(&options.vary);
     let runs_dir = options.out_dir.join("runs");
+    // The runs are read, and resuming removed, below `runs/`: a link there is not followed,
+    // so that nothing outside DIR is taken for a run or removed as one.
+    if (runs_dir.symlink_metadata()).is_ok_and(|meta| !meta.is_dir()) {
+        return Err(format!(
+            "{}: not a directory (a link is not followed)",
+            runs_dir.display()
+        ));
+    }
     if options.replot {
         return collect(options, &runs, &runs_dir, Duration::ZERO, &[]);
     }
@@ -440,5 +448,32 @@ mod tests {
         // Free, it gets as far as the plan: this one resumes nothing.
         let next = sweep(&options(dir.0.clone(), &["0ms"])).unwrap_err();
         assert!(next.contains("sweep.json"), "{next}");
+    }
+
+    /// A sweep directory whose `runs/` is a link is refused, resumed or replotted, before
+    /// anything there is read, run or removed.
+    #[test]
+    fn a_sweep_whose_runs_are_a_link_is_refused() {
+        let dir = crate::testing::TempDir::new("sweep-runs-link");
+        let elsewhere = dir.0.join("elsewhere");
+        let run = elsewhere.join("000-internet_delay=0ms");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("summary.json"), "{}").unwrap();
+        let out = dir.0.join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, out.join("runs")).unwrap();
+        for replot in [false, true] {
+            let refused = sweep(&SweepOptions {
+                replot,
+                ..options(out.clone(), &["0ms"])
+            })
+            .unwrap_err();
+            assert!(refused.ends_with("runs: not a directory (a link is not followed)"));
+            assert!(
+                run.join("summary.json").exists(),
+                "removed through the link"
+            );
+            assert!(!out.join(PLAN_FILE).exists() && !out.join("sweep.csv").exists());
+        }
     }
 }
