@@ -347,6 +347,47 @@ async fn measure(
     }
 }
 
+impl Dispatcher {
+    /// The dispatcher of a farm filled with `slots`, its replacements' senders (one per
+    /// server) started.
+    fn start(
+        config: &DispatcherConfig,
+        identity: &Arc<Identity>,
+        tickets: TokenKey,
+        slots: Vec<u32>,
+        mut rng: StdRng,
+    ) -> Arc<Dispatcher> {
+        let (n, d) = (config.system.n(), config.system.d());
+        let scheme = scheme_of(config.replication);
+        let coordinator = Coordinator::new(n, d, slots, scheme, config.lfl_tau, &mut rng);
+        let (replacements, queues): (Vec<_>, Vec<_>) = (config.servers.iter())
+            .map(|_| mpsc::channel(MAX_WAITING_REPLACEMENTS))
+            .unzip();
+        let dispatcher = Arc::new(Dispatcher {
+            index: (config.servers.iter().enumerate())
+                .map(|(i, name)| (name.clone(), i as u32))
+                .collect(),
+            tickets,
+            replacements,
+            state: Mutex::new(State {
+                coordinator,
+                rng,
+                assigned: vec![None; config.servers.len()],
+                next_ticket: 0,
+                interval: Interval::new(n),
+            }),
+            origin: Instant::now(),
+            identity: identity.clone(),
+            config: config.clone(),
+        });
+        for (name, queue) in config.servers.iter().zip(queues) {
+            let line = Peer::new(name);
+            tokio::spawn(send_replacements(Arc::downgrade(&dispatcher), line, queue));
+        }
+        dispatcher
+    }
+}
+
 /// Sends one server its replacements over `line`, one at a time in the order they were
 /// queued: spawned one by one, two replacements of a slot could reach the server the other way
 /// round, and leave it holding what the coordinator had already replaced.
@@ -379,33 +420,8 @@ pub async fn run(
         filled = fill(&config, &identity, &slots, &tickets) => filled?,
         () = &mut shutdown => return Ok(()),
     }
+    let dispatcher = Dispatcher::start(&config, &identity, tickets, slots, rng);
     let (n, d) = (config.system.n(), config.system.d());
-    let scheme = scheme_of(config.replication);
-    let coordinator = Coordinator::new(n, d, slots, scheme, config.lfl_tau, &mut rng);
-    let (replacements, queues): (Vec<_>, Vec<_>) = (config.servers.iter())
-        .map(|_| mpsc::channel(MAX_WAITING_REPLACEMENTS))
-        .unzip();
-    let dispatcher = Arc::new(Dispatcher {
-        index: (config.servers.iter().enumerate())
-            .map(|(i, name)| (name.clone(), i as u32))
-            .collect(),
-        tickets,
-        replacements,
-        state: Mutex::new(State {
-            coordinator,
-            rng,
-            assigned: vec![None; config.servers.len()],
-            next_ticket: 0,
-            interval: Interval::new(n),
-        }),
-        origin: Instant::now(),
-        identity: identity.clone(),
-        config: config.clone(),
-    });
-    for (name, queue) in config.servers.iter().zip(queues) {
-        let line = Peer::new(name);
-        tokio::spawn(send_replacements(Arc::downgrade(&dispatcher), line, queue));
-    }
     let for_control = dispatcher.clone();
     let control = crate::control::serve(
         any_address(config.control_port),
@@ -459,4 +475,78 @@ pub async fn run(
     recorder.sample(&dispatcher, usage);
     recorder.save(None)?;
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TempDir;
+
+    /// One server's replacements reach it one at a time, in the order the coordinator made
+    /// them, though the server answers the first ones slowest: sent side by side, two
+    /// replacements of a slot could arrive the other way round and leave the server holding
+    /// what the coordinator had already replaced.
+    #[tokio::test]
+    async fn one_servers_replacements_arrive_in_the_order_they_were_queued() {
+        let certs = TempDir::new("farm-dispatcher-order");
+        let nodes = ["dispatcher", "localhost"];
+        crate::control::issue_lab_certs(&certs.0, "farm-order", &nodes).unwrap();
+        let identity = |name| Arc::new(Identity::load(&certs.0, name).unwrap());
+        let arrived = Arc::new(Mutex::new(Vec::new()));
+        let seen = arrived.clone();
+        const COPIES: u32 = 12;
+        // Dual-stack, wherever `localhost` resolves.
+        let server = crate::control::serve(
+            "[::]:0".parse().unwrap(),
+            &identity("localhost"),
+            Callers::only("farm server", ["dispatcher"]),
+            move |_peer, request: ServerRequest| {
+                let seen = seen.clone();
+                async move {
+                    let ServerRequest::Replace { content, .. } = request else {
+                        return ServerResponse::Refused("not a replacement".into());
+                    };
+                    let slower = u64::from(COPIES - content);
+                    tokio::time::sleep(Duration::from_millis(10 * slower)).await;
+                    seen.lock().unwrap().push(content);
+                    ServerResponse::Replacing
+                }
+            },
+        )
+        .await
+        .unwrap();
+        let table: toml::Table = format!(
+            "servers = [\"localhost\"]\ncontents = \"{COPIES}\"\nslots = \"{COPIES}\"\n\
+             control_port = {}",
+            server.local_addr().port()
+        )
+        .parse()
+        .unwrap();
+        let config = crate::farm_roles::config::dispatcher(&table).unwrap();
+        let mut rng = StdRng::seed_from_u64(1);
+        let replication = initial(&config.system, config.replication).unwrap();
+        let slots = place(&config.system, &replication, &mut rng).unwrap();
+        let key = TokenKey::generate().unwrap();
+        let dispatcher = Dispatcher::start(&config, &identity("dispatcher"), key, slots, rng);
+        let mut interval = Interval::new(config.system.n());
+        for content in 0..COPIES {
+            let copy = Copy {
+                server: 0,
+                slot: content,
+                evicted: content,
+                content,
+                trigger: Trigger::Loss,
+            };
+            dispatcher.queue_replacement(copy, Decision::Lost, &mut interval);
+        }
+        crate::testing::until("every replacement arrives", || {
+            arrived.lock().unwrap().len() == COPIES as usize
+        })
+        .await;
+        let order = arrived.lock().unwrap().clone();
+        assert_eq!(order, (0..COPIES).collect::<Vec<_>>());
+        assert_eq!(dispatcher.lock().interval.counts.replace_failed, 0);
+        assert_eq!(interval.counts.replace_failed, 0);
+        server.close().await;
+    }
 }
