@@ -51,6 +51,7 @@ impl Driver {
                 .build()
                 .expect("a runtime"),
             client: reqwest::Client::builder()
+                .no_proxy()
                 .timeout(Duration::from_secs(60))
                 .build()
                 .expect("an HTTP client"),

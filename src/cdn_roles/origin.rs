@@ -72,7 +72,7 @@ impl OriginCache {
         timeout: Duration,
         budget: usize,
     ) -> Result<OriginCache, String> {
-        let client = reqwest::Client::builder()
+        let client = crate::roles::fetch::client()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
             .build()

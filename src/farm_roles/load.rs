@@ -134,7 +134,7 @@ pub async fn run(config: LoadConfig, start: Start) -> Result<(), String> {
 }
 
 async fn generate(config: &LoadConfig, out: &Path) -> Result<Value, String> {
-    let client = reqwest::Client::builder()
+    let client = crate::roles::fetch::client()
         .timeout(config.timeout)
         .redirect(reqwest::redirect::Policy::none())
         .build()

@@ -713,7 +713,7 @@ pub async fn start(
     let fdn = Arc::new(Fdn {
         holdings: Holdings::of_fdn(&catalog, config.index, config.caching, config.hot_share),
         catalog,
-        http: reqwest::Client::builder()
+        http: crate::roles::fetch::client()
             .build()
             .map_err(|e| format!("HTTP client: {e}"))?,
         state: Mutex::new(State {
@@ -919,7 +919,7 @@ mod tests {
             ALL_BUT_THE_PROBE,
         )
         .await;
-        let client = reqwest::Client::new();
+        let client = crate::roles::fetch::client().build().unwrap();
         let arrival = unix_now_s() - 0.7;
         let open = format!(
             "http://{}/open/0?fb=0.01,0.001&pb=0.000001,0&arrival={arrival:.6}&startup=1.5",
@@ -992,7 +992,7 @@ mod tests {
             ALL_BUT_THE_PROBE,
         )
         .await;
-        let client = reqwest::Client::new();
+        let client = crate::roles::fetch::client().build().unwrap();
         let open = || {
             let arrival = unix_now_s();
             let url = format!(
@@ -1041,7 +1041,7 @@ mod tests {
             |video, index| (video, index) == (0, 1),
         )
         .await;
-        let client = reqwest::Client::builder()
+        let client = crate::roles::fetch::client()
             .timeout(Duration::from_secs(10))
             .build()
             .unwrap();

@@ -243,7 +243,7 @@ async fn play(
 
 /// Runs the trace; the summary (also written with the CSVs to `out`).
 pub async fn run(config: ViewersConfig, node: &str, out: &Path) -> Result<Value, String> {
-    let client = reqwest::Client::builder()
+    let client = crate::roles::fetch::client()
         .build()
         .map_err(|e| format!("HTTP client: {e}"))?;
     let catalog = Catalog::generate(&config.catalog);
@@ -470,7 +470,11 @@ mod tests {
         let started = Instant::now();
         let outcome = tokio::time::timeout(
             Duration::from_secs(10),
-            get_json(&reqwest::Client::new(), &url, Duration::from_millis(300)),
+            get_json(
+                &crate::roles::fetch::client().build().unwrap(),
+                &url,
+                Duration::from_millis(300),
+            ),
         )
         .await
         .expect("the request must end by its own timeout");

@@ -121,9 +121,8 @@ impl Fetcher {
     /// HTTP/1.1 only, with a pool of keep-alive connections per host — or, without
     /// `keep_alive`, a new connection for every request (as a client of HTTP/1.0 would).
     pub fn new(timeout: Duration, http2: bool, keep_alive: bool) -> Result<Fetcher, String> {
-        let builder = reqwest::Client::builder()
+        let builder = crate::roles::fetch::client()
             .redirect(redirect::Policy::none())
-            .no_proxy()
             .timeout(timeout)
             .connect_timeout(timeout)
             .tcp_nodelay(true)

@@ -338,7 +338,7 @@ impl Border {
 
 impl Border {
     fn new(config: BorderConfig) -> Result<Arc<Border>, String> {
-        let client = reqwest::Client::builder()
+        let client = crate::roles::fetch::client()
             .timeout(config.timeout)
             .pool_idle_timeout(None)
             .build()
@@ -613,7 +613,7 @@ mod tests {
             .await
             .unwrap();
         let url = format!("http://{}/a1/object", border.http);
-        let client = reqwest::Client::new();
+        let client = crate::roles::fetch::client().build().unwrap();
         let head = client.head(&url).send().await.unwrap();
         assert_eq!(head.status(), StatusCode::OK);
         // The header itself: reqwest's `content_length()` is the body's, 0 for a HEAD.

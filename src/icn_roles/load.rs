@@ -246,7 +246,7 @@ pub async fn run(config: LoadConfig, start: Start) -> Result<(), String> {
 }
 
 async fn generate(config: &LoadConfig, node: &str, out: &Path) -> Result<Value, String> {
-    let client = reqwest::Client::builder()
+    let client = crate::roles::fetch::client()
         .timeout(config.timeout)
         .build()
         .map_err(|e| format!("HTTP client: {e}"))?;

@@ -168,8 +168,7 @@ impl Router {
             fib.insert(route.prefix.clone(), route.nexthop.clone(), route.cost);
         }
         let node = crate::roles::env::node_name();
-        let client = reqwest::Client::builder()
-            .no_proxy()
+        let client = crate::roles::fetch::client()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("the HTTP client to the next hops: {e}"))?;

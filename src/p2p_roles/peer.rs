@@ -322,7 +322,7 @@ pub async fn run(config: PeerConfig, start: Start) -> Result<(), String> {
     let out = start.out_dir()?;
     let node = start.env.node_name();
     let identity = load_identity(&start.env)?;
-    let http = reqwest::Client::builder()
+    let http = crate::roles::fetch::client()
         .timeout(config.fetch_timeout)
         .build()
         .map_err(|e| format!("HTTP client: {e}"))?;

@@ -1,10 +1,18 @@
-//! Taking a body from a peer over HTTP without trusting the peer for its size: exactly a
-//! size known in advance (a chunk, a replica), at most a limit, or read through and counted
-//! (a load generator's answers). What a broken or hostile sender can make a role hold is
-//! bounded by each.
+//! A role's HTTP client, and taking a body from a peer over HTTP without trusting the peer
+//! for its size: exactly a size known in advance (a chunk, a replica), at most a limit, or
+//! read through and counted (a load generator's answers). What a broken or hostile sender can
+//! make a role hold is bounded by each.
 
 use crate::roles::http::describe;
 use bytes::{Bytes, BytesMut};
+
+/// The builder of every role's HTTP client: never through a proxy named in the environment
+/// (`HTTP_PROXY` and the like, which a lab's processes inherit from the shell that started
+/// `cdnlab`), since every address a role asks is a lab node's, which no proxy outside the lab
+/// reaches.
+pub fn client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().no_proxy()
+}
 
 /// The body of `response`, which must be exactly `size` bytes. A `Content-Length` that says
 /// otherwise is refused before the body is read, a sender that sends more is cut off there,
@@ -89,7 +97,9 @@ mod tests {
             let _ = stream.read(&mut request).await;
             let _ = stream.write_all(raw.as_bytes()).await;
         });
-        reqwest::Client::new()
+        super::client()
+            .build()
+            .unwrap()
             .get(format!("http://{addr}/x"))
             .timeout(std::time::Duration::from_secs(10))
             .send()

@@ -63,9 +63,8 @@ fn url_of(addr: SocketAddr) -> BaseUrl {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::roles::fetch::client()
         .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
         .build()
         .unwrap()
 }
@@ -127,9 +126,8 @@ async fn ucs_serves_segments_over_http1_and_h2c() {
         assert_eq!(head.headers()["content-length"], "250000");
         assert!(head.bytes().await.unwrap().is_empty());
 
-        let h2 = reqwest::Client::builder()
+        let h2 = crate::roles::fetch::client()
             .http2_prior_knowledge()
-            .no_proxy()
             .build()
             .unwrap();
         let answer = h2

@@ -129,7 +129,7 @@ impl Lab {
             origin,
             router,
             seen,
-            client: reqwest::Client::builder().no_proxy().build().unwrap(),
+            client: crate::roles::fetch::client().build().unwrap(),
         }
     }
 
