@@ -35,3 +35,9 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The status a GET of `url` gets, asked as a role asks (`roles::fetch::client`).
+pub async fn status_of(url: String) -> reqwest::StatusCode {
+    let client = crate::roles::fetch::client().build().unwrap();
+    client.get(url).send().await.unwrap().status()
+}

@@ -2,9 +2,11 @@
 //! serves whatever the farm cannot: a user's request the farm lost (`GET /c/C`), a replica
 //! copied to a server after a real loss (`/copy/C`), the farm's initial contents (`/fill/C`),
 //! each at the WAN link's pace, and each only with a ticket of the dispatcher's key
-//! (`super::tickets`; the key comes in [`DataCenterRequest::Key`]), so that what it counts is
-//! the farm's cost alone. It counts requests and bytes of each kind for the dispatcher
-//! ([`DataCenterRequest::Measure`]), the only node it answers on the control plane.
+//! (`super::tickets`), so that nobody outside the farm adds to what it counts. The key comes
+//! in [`DataCenterRequest::Key`], at the start and again when the dispatcher's samples find
+//! the data center without one (started anew). It counts requests and bytes of each kind for
+//! the dispatcher ([`DataCenterRequest::Measure`]), the only node it answers on the control
+//! plane.
 
 use super::config::DataCenterConfig;
 use super::messages::{DataCenterRequest, DataCenterResponse, DataCenterUsage};
@@ -93,9 +95,12 @@ impl DataCenter {
                 };
                 DataCenterResponse::Keyed
             }
-            DataCenterRequest::Measure => DataCenterResponse::Usage(
-                (self.usage.lock().unwrap_or_else(|e| e.into_inner())).clone(),
-            ),
+            DataCenterRequest::Measure => DataCenterResponse::Usage {
+                usage: (self.usage.lock().unwrap_or_else(|e| e.into_inner())).clone(),
+                keyed: (self.admission.lock().unwrap_or_else(|e| e.into_inner()))
+                    .key
+                    .is_some(),
+            },
         }
     }
 }
@@ -179,13 +184,16 @@ mod tests {
         let running = spawn_http("127.0.0.1:0".parse().unwrap(), handler, options, None)
             .await
             .unwrap();
-        let status = |path: String| {
-            let url = format!("http://{}{path}", running.http);
-            async move { reqwest::get(url).await.unwrap().status() }
-        };
+        let status =
+            |path: String| crate::testing::status_of(format!("http://{}{path}", running.http));
         let key = TokenKey::generate().unwrap();
         let copy = ticketed_path(&key, "dc", "copy", 5, 1);
         assert_eq!(status(copy.clone()).await, StatusCode::SERVICE_UNAVAILABLE);
+        let unkeyed = center.control(DataCenterRequest::Measure);
+        assert!(matches!(
+            unkeyed,
+            DataCenterResponse::Usage { keyed: false, .. }
+        ));
         let keyed = center.control(DataCenterRequest::Key {
             ticket_key: key.bytes(),
         });
@@ -217,9 +225,11 @@ mod tests {
             StatusCode::SERVICE_UNAVAILABLE,
             "a loss's ticket twice"
         );
-        let DataCenterResponse::Usage(usage) = center.control(DataCenterRequest::Measure) else {
+        let DataCenterResponse::Usage { usage, keyed } = center.control(DataCenterRequest::Measure)
+        else {
             panic!("no usage")
         };
+        assert!(keyed);
         let expected = DataCenterUsage {
             user_requests: 1,
             user_bytes: 100,

@@ -71,7 +71,11 @@ pub enum DataCenterRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DataCenterResponse {
     Keyed,
-    Usage(DataCenterUsage),
+    /// The counts, and whether the data center holds a key (one started again has none).
+    Usage {
+        usage: DataCenterUsage,
+        keyed: bool,
+    },
 }
 
 /// The data center's counts since it started.

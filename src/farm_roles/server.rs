@@ -76,9 +76,8 @@ struct Server {
 
 /// What a server needs to take the tickets of the dispatcher's redirects and make those of
 /// its own fetches: the dispatcher's key (from its `Fill`) and the lowest ticket number not
-/// yet taken. The dispatcher numbers
-/// its transfers in order, so a ticket is good for one request, and one older than a ticket
-/// already taken (its lease ran out) for none.
+/// yet taken. The dispatcher numbers its transfers in order, so a ticket is good for one
+/// request, and one older than a ticket already taken (its lease ran out) for none.
 #[derive(Default)]
 struct Tickets {
     key: Option<TokenKey>,
@@ -462,7 +461,7 @@ pub async fn run(
     let identity = load_identity(&env)?;
     // A stable hash of the node name seeds each server apart.
     let seed = config.seed ^ hash64(node.as_bytes());
-    let http = reqwest::Client::builder()
+    let http = crate::roles::fetch::client()
         .timeout(config.fetch_timeout)
         .build()
         .map_err(|e| format!("HTTP client: {e}"))?;
@@ -583,7 +582,7 @@ mod tests {
                 ..Tickets::default()
             }),
             rng: Mutex::new(StdRng::seed_from_u64(1)),
-            http: reqwest::Client::builder()
+            http: crate::roles::fetch::client()
                 .timeout(config.fetch_timeout)
                 .build()
                 .unwrap(),
@@ -595,22 +594,21 @@ mod tests {
         })
     }
 
-    fn free_port() -> u16 {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port()
+    /// A listener on a port of 127.0.0.1 of its own, not yet accepting.
+    fn listener() -> (std::net::TcpListener, u16) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        (listener, port)
     }
 
-    /// A data center on `port` that answers every request with `status` (and content 3's
-    /// bytes when 200), and the request lines it was sent.
-    async fn fake_datacenter(
-        port: u16,
+    /// A data center on `listener` that answers every request with `status` (and content
+    /// 3's bytes when 200), and the request lines it was sent.
+    fn fake_datacenter(
+        listener: std::net::TcpListener,
         status: &'static str,
     ) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<String>>>) {
-        let datacenter = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .unwrap();
+        let datacenter = tokio::net::TcpListener::from_std(listener).unwrap();
         let lines = Arc::new(Mutex::new(Vec::new()));
         let seen = lines.clone();
         let serving = tokio::spawn(async move {
@@ -636,19 +634,19 @@ mod tests {
         (serving, lines)
     }
 
-    /// A replica whose source fails (a peer that does not answer, the data center not yet
-    /// listening) is not left empty: it is fetched from the data center once that answers,
-    /// with a ticket of the dispatcher's key for the data center and that copy.
+    /// A replica whose source fails (a peer that does not answer) is not left empty: it is
+    /// fetched from the data center once that answers, with a ticket of the dispatcher's key
+    /// for the data center and that copy.
     #[tokio::test]
     async fn a_failed_replica_fetch_is_had_from_the_data_center_later() {
         let key = TokenKey::generate().unwrap();
-        let port = free_port();
+        let (listener, port) = listener();
         let server = test_server("s1", "127.0.0.1", port, &key);
         server.fetch_into(0, 3, &Source::Peer("127.0.0.2".into()), "copy");
         tokio::time::sleep(Duration::from_millis(400)).await;
         let slot = server.slot_of(3).expect("the slot holds the content");
         assert!(slot.bytes.borrow().is_none(), "fetched from nowhere");
-        let (serving, lines) = fake_datacenter(port, "200 OK").await;
+        let (serving, lines) = fake_datacenter(listener, "200 OK");
         let bytes = server.bytes_of(3).await.expect("the replica arrives");
         assert_eq!(bytes, expected(3, 1000));
         let lines = lines.lock().unwrap().clone();
@@ -668,8 +666,8 @@ mod tests {
     #[tokio::test]
     async fn a_fetch_the_data_center_refuses_is_not_tried_again() {
         let key = TokenKey::generate().unwrap();
-        let port = free_port();
-        let (serving, lines) = fake_datacenter(port, "404 Not Found").await;
+        let (listener, port) = listener();
+        let (serving, lines) = fake_datacenter(listener, "404 Not Found");
         let server = test_server("s1", "127.0.0.1", port, &key);
         server.fetch_into(0, 3, &Source::DataCenter, "fill");
         let failed = tokio::time::timeout(Duration::from_secs(2), server.bytes_of(3)).await;
@@ -729,7 +727,7 @@ mod tests {
             ),
         ] {
             let url = format!("http://127.0.0.1:{port}{path}");
-            let status = reqwest::get(url).await.unwrap().status();
+            let status = crate::testing::status_of(url).await;
             assert_eq!(status, StatusCode::FORBIDDEN, "{what}");
         }
         running.stop().await.unwrap();

@@ -8,9 +8,9 @@
 //! farm's cost (the data center's bytes) or take a server outside the farm's model.
 //!
 //! A user's ticket is good for one request: a server takes each transfer's once
-//! (`server::Tickets`), the data center each loss's ([`Spent`]). A server's own tickets for
-//! its fetches are checked, not spent: lab links carry plain HTTP, so a node that sees one on
-//! the wire could send it again.
+//! (`server::Tickets`), the data center each loss's ([`Spent`]). A limit: a server's own
+//! tickets for its fetches are checked, not spent, and lab links carry plain HTTP, so a node
+//! on the path that reads one can use it again.
 
 use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::Body;

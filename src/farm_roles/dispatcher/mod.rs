@@ -254,13 +254,9 @@ async fn fill(
 ) -> Result<(), String> {
     let started = Instant::now();
     let mut datacenter = Peer::new(&config.datacenter);
-    let key = DataCenterRequest::Key {
-        ticket_key: tickets.bytes(),
-    };
     loop {
         let timeout = Duration::from_secs(5);
-        let answer = (datacenter.call(config.control_port, identity, &key, timeout)).await;
-        if answer == Some(DataCenterResponse::Keyed) {
+        if give_key(&mut datacenter, config, identity, tickets, timeout).await {
             break;
         }
         if started.elapsed() > FILL_DEADLINE {
@@ -327,22 +323,45 @@ async fn fill(
     Ok(())
 }
 
-/// The data center's counts, None if it did not answer.
+/// Gives the data center the key of its tickets; whether it took it.
+async fn give_key(
+    datacenter: &mut Peer,
+    config: &DispatcherConfig,
+    identity: &Identity,
+    tickets: &TokenKey,
+    timeout: Duration,
+) -> bool {
+    let key = DataCenterRequest::Key {
+        ticket_key: tickets.bytes(),
+    };
+    let answer = (datacenter.call(config.control_port, identity, &key, timeout)).await;
+    answer == Some(DataCenterResponse::Keyed)
+}
+
+/// The data center's counts, None if it did not answer. One started again (a timeline's
+/// `stop` and `start`) has no key, and is given it again: until then it would refuse every
+/// loss and copy.
 async fn measure(
     datacenter: &mut Peer,
     config: &DispatcherConfig,
     identity: &Identity,
+    tickets: &TokenKey,
 ) -> Option<DataCenterUsage> {
+    let timeout = Duration::from_secs(1);
+    let request = DataCenterRequest::Measure;
     let answer = datacenter
-        .call(
-            config.control_port,
-            identity,
-            &DataCenterRequest::Measure,
-            Duration::from_secs(1),
-        )
+        .call(config.control_port, identity, &request, timeout)
         .await;
     match answer {
-        Some(DataCenterResponse::Usage(usage)) => Some(usage),
+        Some(DataCenterResponse::Usage { usage, keyed }) => {
+            if !keyed {
+                tracing::info!("farm-dispatcher: the data center has no key; giving it again");
+                if !give_key(datacenter, config, identity, tickets, timeout).await {
+                    tracing::warn!("farm-dispatcher: the data center did not take the key");
+                }
+            }
+            Some(usage)
+        }
         _ => None,
     }
 }
@@ -459,7 +478,8 @@ pub async fn run(
         loop {
             tokio::select! {
                 _ = sample.tick() => {
-                    let usage = measure(&mut datacenter, &config, &identity).await;
+                    let usage =
+                        measure(&mut datacenter, &config, &identity, &dispatcher.tickets).await;
                     recorder.sample(&dispatcher, usage);
                     if let Err(e) = recorder.save(Some(Instant::now())) {
                         tracing::warn!("farm-dispatcher: {e}");
@@ -471,7 +491,7 @@ pub async fn run(
         }
     });
     let result = stopped.await;
-    let usage = measure(&mut datacenter, &config, &identity).await;
+    let usage = measure(&mut datacenter, &config, &identity, &dispatcher.tickets).await;
     recorder.sample(&dispatcher, usage);
     recorder.save(None)?;
     result
@@ -482,22 +502,48 @@ mod tests {
     use super::*;
     use crate::testing::TempDir;
 
+    /// Certificates for the dispatcher and for `localhost`, which plays the other node.
+    fn certs(lab: &str) -> (TempDir, impl Fn(&str) -> Arc<Identity>) {
+        let certs = TempDir::new(lab);
+        let nodes = ["dispatcher", "localhost"];
+        crate::control::issue_lab_certs(&certs.0, lab, &nodes).unwrap();
+        let dir = certs.0.clone();
+        (certs, move |name: &str| {
+            Arc::new(Identity::load(&dir, name).unwrap())
+        })
+    }
+
+    /// Where the other node listens: the address `localhost` resolves to first, as the
+    /// dispatcher's `Peer` connects to it.
+    async fn localhost() -> std::net::SocketAddr {
+        let mut addresses = tokio::net::lookup_host("localhost:0").await.unwrap();
+        addresses.next().expect("localhost resolves")
+    }
+
+    /// A farm of one server, `localhost`, which is the data center too, with `contents`
+    /// contents in as many slots and its control plane on `port`.
+    fn config(contents: u32, port: u16) -> DispatcherConfig {
+        let table: toml::Table = format!(
+            "servers = [\"localhost\"]\ndatacenter = \"localhost\"\ncontents = \"{contents}\"\n\
+             slots = \"{contents}\"\ncontrol_port = {port}"
+        )
+        .parse()
+        .unwrap();
+        crate::farm_roles::config::dispatcher(&table).unwrap()
+    }
+
     /// One server's replacements reach it one at a time, in the order the coordinator made
     /// them, though the server answers the first ones slowest: sent side by side, two
     /// replacements of a slot could arrive the other way round and leave the server holding
     /// what the coordinator had already replaced.
     #[tokio::test]
     async fn one_servers_replacements_arrive_in_the_order_they_were_queued() {
-        let certs = TempDir::new("farm-dispatcher-order");
-        let nodes = ["dispatcher", "localhost"];
-        crate::control::issue_lab_certs(&certs.0, "farm-order", &nodes).unwrap();
-        let identity = |name| Arc::new(Identity::load(&certs.0, name).unwrap());
+        let (_certs, identity) = certs("farm-order");
         let arrived = Arc::new(Mutex::new(Vec::new()));
         let seen = arrived.clone();
         const COPIES: u32 = 12;
-        // Dual-stack, wherever `localhost` resolves.
         let server = crate::control::serve(
-            "[::]:0".parse().unwrap(),
+            localhost().await,
             &identity("localhost"),
             Callers::only("farm server", ["dispatcher"]),
             move |_peer, request: ServerRequest| {
@@ -515,14 +561,7 @@ mod tests {
         )
         .await
         .unwrap();
-        let table: toml::Table = format!(
-            "servers = [\"localhost\"]\ncontents = \"{COPIES}\"\nslots = \"{COPIES}\"\n\
-             control_port = {}",
-            server.local_addr().port()
-        )
-        .parse()
-        .unwrap();
-        let config = crate::farm_roles::config::dispatcher(&table).unwrap();
+        let config = config(COPIES, server.local_addr().port());
         let mut rng = StdRng::seed_from_u64(1);
         let replication = initial(&config.system, config.replication).unwrap();
         let slots = place(&config.system, &replication, &mut rng).unwrap();
@@ -548,5 +587,44 @@ mod tests {
         assert_eq!(dispatcher.lock().interval.counts.replace_failed, 0);
         assert_eq!(interval.counts.replace_failed, 0);
         server.close().await;
+    }
+
+    /// A data center that says it has no key (started again by the timeline) is given the
+    /// dispatcher's at the next sample, and only then.
+    #[tokio::test]
+    async fn a_data_center_without_a_key_is_given_it_again() {
+        let (_certs, identity) = certs("farm-rekey");
+        let keys = Arc::new(Mutex::new(Vec::new()));
+        let given = keys.clone();
+        let datacenter = crate::control::serve(
+            localhost().await,
+            &identity("localhost"),
+            Callers::only("farm data center", ["dispatcher"]),
+            move |_peer, request: DataCenterRequest| {
+                let mut given = given.lock().unwrap();
+                let answer = match request {
+                    DataCenterRequest::Key { ticket_key } => {
+                        given.push(ticket_key);
+                        DataCenterResponse::Keyed
+                    }
+                    DataCenterRequest::Measure => DataCenterResponse::Usage {
+                        usage: DataCenterUsage::default(),
+                        keyed: !given.is_empty(),
+                    },
+                };
+                async move { answer }
+            },
+        )
+        .await
+        .unwrap();
+        let config = config(2, datacenter.local_addr().port());
+        let (key, dispatcher) = (TokenKey::generate().unwrap(), identity("dispatcher"));
+        let mut peer = Peer::new("localhost");
+        for _ in 0..2 {
+            let usage = measure(&mut peer, &config, &dispatcher, &key).await;
+            assert_eq!(usage, Some(DataCenterUsage::default()));
+        }
+        assert_eq!(*keys.lock().unwrap(), [key.bytes()]);
+        datacenter.close().await;
     }
 }
