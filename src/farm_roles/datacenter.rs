@@ -4,7 +4,8 @@
 //! each at the WAN link's pace, and each only with a ticket of the dispatcher's key
 //! (`super::tickets`), so that nobody outside the farm adds to what it counts. The key comes
 //! in [`DataCenterRequest::Key`], at the start and again when the dispatcher's samples find
-//! the data center without one (started anew). It counts requests and bytes of each kind for
+//! the data center without one (started anew), with a floor below which a loss's ticket is
+//! refused, so one taken before a restart is not good again. It counts requests and bytes of each kind for
 //! the dispatcher ([`DataCenterRequest::Measure`]), the only node it answers on the control
 //! plane.
 
@@ -88,10 +89,10 @@ impl DataCenter {
 
     fn control(&self, request: DataCenterRequest) -> DataCenterResponse {
         match request {
-            DataCenterRequest::Key { ticket_key } => {
+            DataCenterRequest::Key { ticket_key, floor } => {
                 *self.admission.lock().unwrap_or_else(|e| e.into_inner()) = Admission {
                     key: Some(TokenKey::from_bytes(ticket_key)),
-                    users: Spent::default(),
+                    users: Spent::above(floor),
                 };
                 DataCenterResponse::Keyed
             }
@@ -157,7 +158,7 @@ mod tests {
     /// The data center serves only requests with a ticket of the dispatcher's key for it, and
     /// counts only those: none is served before the key came, neither a request without a
     /// ticket nor one with a ticket for another node, kind or content is served or counted,
-    /// and a loss's ticket is good for one request.
+    /// and a loss's ticket is good for one request, also after the data center is keyed again.
     #[tokio::test]
     async fn only_the_farms_requests_are_served_and_counted() {
         let center = Arc::new(DataCenter {
@@ -196,6 +197,7 @@ mod tests {
         ));
         let keyed = center.control(DataCenterRequest::Key {
             ticket_key: key.bytes(),
+            floor: 0,
         });
         assert_eq!(keyed, DataCenterResponse::Keyed);
         let other = TokenKey::generate().unwrap();
@@ -238,6 +240,17 @@ mod tests {
             ..DataCenterUsage::default()
         };
         assert_eq!(usage, expected);
+        // Keyed again, as one started again is, with the dispatcher's next ticket as floor:
+        // the loss's ticket it took before is not good again, a later one is.
+        let rekeyed = center.control(DataCenterRequest::Key {
+            ticket_key: key.bytes(),
+            floor: 3,
+        });
+        assert_eq!(rekeyed, DataCenterResponse::Keyed);
+        let before = ticketed_path(&key, "dc", "c", 9, 2);
+        assert_eq!(status(before).await, StatusCode::SERVICE_UNAVAILABLE);
+        let after = ticketed_path(&key, "dc", "c", 9, 3);
+        assert_eq!(status(after).await, StatusCode::OK);
         running.stop().await.unwrap();
     }
 }

@@ -61,9 +61,13 @@ pub enum DispatcherResponse {
 /// Dispatcher → data center.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DataCenterRequest {
-    /// The key that makes the tickets the data center takes; sent before the farm is filled.
+    /// The key that makes the tickets the data center takes, sent before the farm is filled
+    /// and again whenever a sample finds the data center without one (started again). A loss's
+    /// ticket numbered below `floor` is refused: `floor` is the dispatcher's next ticket, so
+    /// none taken by an earlier run of the data center is good again.
     Key {
         ticket_key: crate::roles::tokens::KeyBytes,
+        floor: u64,
     },
     Measure,
 }
@@ -78,7 +82,8 @@ pub enum DataCenterResponse {
     },
 }
 
-/// The data center's counts since it started.
+/// The data center's counts since it started (in a message), or over all its runs (in the
+/// dispatcher's record).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DataCenterUsage {
     /// Users' requests that the farm lost, and their bytes.
@@ -90,4 +95,16 @@ pub struct DataCenterUsage {
     /// The farm's initial contents.
     pub fill_requests: u64,
     pub fill_bytes: u64,
+}
+
+impl DataCenterUsage {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &DataCenterUsage) {
+        self.user_requests += other.user_requests;
+        self.user_bytes += other.user_bytes;
+        self.copy_requests += other.copy_requests;
+        self.copy_bytes += other.copy_bytes;
+        self.fill_requests += other.fill_requests;
+        self.fill_bytes += other.fill_bytes;
+    }
 }

@@ -97,6 +97,14 @@ pub struct Spent {
 pub const MAX_SPENT: usize = 4096;
 
 impl Spent {
+    /// None taken yet, and every ticket below `floor` refused.
+    pub fn above(floor: u64) -> Spent {
+        Spent {
+            floor,
+            taken: BTreeSet::new(),
+        }
+    }
+
     /// Takes ticket `id`, unless it was taken or is below the floor.
     pub fn take(&mut self, id: u64) -> Result<(), NoTicket> {
         if id < self.floor || !self.taken.insert(id) {
@@ -157,5 +165,8 @@ mod tests {
         assert_eq!(spent.take(4), Err(NoTicket::Stale), "below the floor");
         assert!(spent.take(9).is_ok(), "above the floor, never taken");
         assert_eq!(spent.take(10 + MAX_SPENT as u64 - 1), Err(NoTicket::Stale));
+        let mut fresh = Spent::above(100);
+        assert_eq!(fresh.take(99), Err(NoTicket::Stale), "below a given floor");
+        assert!(fresh.take(100).is_ok());
     }
 }

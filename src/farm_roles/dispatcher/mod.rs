@@ -15,13 +15,13 @@
 //! servers, the data center's bytes), `samples.csv`, and the plots `loss.svg`, `replicas.svg`,
 //! `datacenter.svg`.
 
+mod datacenter;
 mod plots;
 mod record;
 
 use super::config::DispatcherConfig;
 use super::messages::{
-    DataCenterRequest, DataCenterResponse, DataCenterUsage, DispatcherRequest, DispatcherResponse,
-    ServerRequest, ServerResponse, Source,
+    DispatcherRequest, DispatcherResponse, ServerRequest, ServerResponse, Source,
 };
 use super::tickets::ticketed_path;
 use crate::control::{Callers, Identity};
@@ -36,6 +36,7 @@ use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Body, ServeOptions};
 use crate::roles::peers::{call_all, Peer};
 use crate::roles::tokens::TokenKey;
+use datacenter::{give_key, DataCenterLine};
 use hyper::{Request, Response, StatusCode};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -256,7 +257,8 @@ async fn fill(
     let mut datacenter = Peer::new(&config.datacenter);
     loop {
         let timeout = Duration::from_secs(5);
-        if give_key(&mut datacenter, config, identity, tickets, timeout).await {
+        // No ticket was made yet: the first is 0.
+        if give_key(&mut datacenter, config, identity, tickets, 0, timeout).await {
             break;
         }
         if started.elapsed() > FILL_DEADLINE {
@@ -321,49 +323,6 @@ async fn fill(
         }
     }
     Ok(())
-}
-
-/// Gives the data center the key of its tickets; whether it took it.
-async fn give_key(
-    datacenter: &mut Peer,
-    config: &DispatcherConfig,
-    identity: &Identity,
-    tickets: &TokenKey,
-    timeout: Duration,
-) -> bool {
-    let key = DataCenterRequest::Key {
-        ticket_key: tickets.bytes(),
-    };
-    let answer = (datacenter.call(config.control_port, identity, &key, timeout)).await;
-    answer == Some(DataCenterResponse::Keyed)
-}
-
-/// The data center's counts, None if it did not answer. One started again (a timeline's
-/// `stop` and `start`) has no key, and is given it again: until then it would refuse every
-/// loss and copy.
-async fn measure(
-    datacenter: &mut Peer,
-    config: &DispatcherConfig,
-    identity: &Identity,
-    tickets: &TokenKey,
-) -> Option<DataCenterUsage> {
-    let timeout = Duration::from_secs(1);
-    let request = DataCenterRequest::Measure;
-    let answer = datacenter
-        .call(config.control_port, identity, &request, timeout)
-        .await;
-    match answer {
-        Some(DataCenterResponse::Usage { usage, keyed }) => {
-            if !keyed {
-                tracing::info!("farm-dispatcher: the data center has no key; giving it again");
-                if !give_key(datacenter, config, identity, tickets, timeout).await {
-                    tracing::warn!("farm-dispatcher: the data center did not take the key");
-                }
-            }
-            Some(usage)
-        }
-        _ => None,
-    }
 }
 
 impl Dispatcher {
@@ -470,7 +429,8 @@ pub async fn run(
     };
     let running = spawn_http(any_address(config.port), handler, options, Some(control)).await?;
     let mut recorder = Recorder::new(out, &config, &replication);
-    let mut datacenter = Peer::new(&config.datacenter);
+    let mut datacenter = DataCenterLine::new(&config);
+    let next_ticket = || dispatcher.lock().next_ticket;
     let mut sample = tokio::time::interval(config.sample_every);
     let mut lease = tokio::time::interval(Duration::from_secs(1));
     sample.tick().await;
@@ -478,8 +438,9 @@ pub async fn run(
         loop {
             tokio::select! {
                 _ = sample.tick() => {
-                    let usage =
-                        measure(&mut datacenter, &config, &identity, &dispatcher.tickets).await;
+                    let usage = (datacenter)
+                        .measure(&config, &identity, &dispatcher.tickets, next_ticket)
+                        .await;
                     recorder.sample(&dispatcher, usage);
                     if let Err(e) = recorder.save(Some(Instant::now())) {
                         tracing::warn!("farm-dispatcher: {e}");
@@ -491,7 +452,9 @@ pub async fn run(
         }
     });
     let result = stopped.await;
-    let usage = measure(&mut datacenter, &config, &identity, &dispatcher.tickets).await;
+    let usage = (datacenter)
+        .measure(&config, &identity, &dispatcher.tickets, next_ticket)
+        .await;
     recorder.sample(&dispatcher, usage);
     recorder.save(None)?;
     result
@@ -500,6 +463,7 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::farm_roles::messages::{DataCenterRequest, DataCenterResponse, DataCenterUsage};
     use crate::testing::TempDir;
 
     /// Certificates for the dispatcher and for `localhost`, which plays the other node.
@@ -603,8 +567,8 @@ mod tests {
             move |_peer, request: DataCenterRequest| {
                 let mut given = given.lock().unwrap();
                 let answer = match request {
-                    DataCenterRequest::Key { ticket_key } => {
-                        given.push(ticket_key);
+                    DataCenterRequest::Key { ticket_key, floor } => {
+                        given.push((ticket_key, floor));
                         DataCenterResponse::Keyed
                     }
                     DataCenterRequest::Measure => DataCenterResponse::Usage {
@@ -619,12 +583,12 @@ mod tests {
         .unwrap();
         let config = config(2, datacenter.local_addr().port());
         let (key, dispatcher) = (TokenKey::generate().unwrap(), identity("dispatcher"));
-        let mut peer = Peer::new("localhost");
+        let mut line = DataCenterLine::new(&config);
         for _ in 0..2 {
-            let usage = measure(&mut peer, &config, &dispatcher, &key).await;
+            let usage = line.measure(&config, &dispatcher, &key, || 7).await;
             assert_eq!(usage, Some(DataCenterUsage::default()));
         }
-        assert_eq!(*keys.lock().unwrap(), [key.bytes()]);
+        assert_eq!(*keys.lock().unwrap(), [(key.bytes(), 7)]);
         datacenter.close().await;
     }
 }
