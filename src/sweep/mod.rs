@@ -182,7 +182,7 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
         // No run outlives its sweep: each left would go on writing into the sweep's
         // directory without its lock.
         bar.set_message(format!("stopping {} runs", running.len()));
-        stop_runs(running);
+        stop_runs(running, STOP_GRACE);
     }
     bar.finish_and_clear();
     let failed_runs = played?;
@@ -239,19 +239,19 @@ fn play(
 const STOP_GRACE: Duration = Duration::from_secs(60);
 
 /// Interrupts each run, which tears its lab down as on Ctrl-C, and waits for it; one still
-/// running after [`STOP_GRACE`] is killed.
-fn stop_runs(mut running: Vec<(usize, Child)>) {
+/// running after `grace` is killed. Each is reaped.
+fn stop_runs(mut running: Vec<(usize, Child)>, grace: Duration) {
     for (_, child) in &running {
         // SAFETY: kill has no memory effects; the child tears its lab down on SIGINT.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     }
-    let deadline = Instant::now() + STOP_GRACE;
+    let deadline = Instant::now() + grace;
     while !running.is_empty() && Instant::now() < deadline {
         running.retain_mut(|(_, child)| matches!(child.try_wait(), Ok(None)));
         std::thread::sleep(Duration::from_millis(100));
     }
     for (i, mut child) in running {
-        tracing::warn!("run {i} did not stop within {STOP_GRACE:?} of its interrupt; killing it");
+        tracing::warn!("run {i} did not stop within {grace:?} of its interrupt; killing it");
         let _ = child.kill();
         let _ = child.wait();
     }
@@ -383,6 +383,44 @@ fn collect(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run that ends on its interrupt is not waited for to the grace; one that ignores it is
+    /// killed at the grace; both are reaped (their pids no longer exist).
+    #[test]
+    fn stopped_runs_are_interrupted_then_killed_and_reaped() {
+        let spawn = |script: &str| {
+            (std::process::Command::new("sh").args(["-c", script]))
+                .spawn()
+                .expect("sh")
+        };
+        let gone = |pid: u32| !Path::new(&format!("/proc/{pid}")).exists();
+        // An ignored signal stays ignored across exec: this `sleep` ignores SIGINT.
+        let (obeys, ignores) = (spawn("exec sleep 30"), spawn("trap '' INT; exec sleep 30"));
+        // Until the shell has run `trap`, SIGINT would end it: wait until it is `sleep`.
+        let is_sleep = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c == "sleep\n")
+        };
+        let started = Instant::now();
+        while !(is_sleep(obeys.id()) && is_sleep(ignores.id())) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "sleep never ran"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let pids = [obeys.id(), ignores.id()];
+        let started = Instant::now();
+        stop_runs(vec![(0, obeys)], Duration::from_secs(20));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "not interrupted"
+        );
+        let grace = Duration::from_millis(300);
+        let started = Instant::now();
+        stop_runs(vec![(1, ignores)], grace);
+        assert!(started.elapsed() >= grace, "killed before its grace");
+        assert!(pids.into_iter().all(gone), "{pids:?} not reaped");
+    }
 
     #[test]
     fn a_repeats_label_is_not_passed_to_the_run() {
