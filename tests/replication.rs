@@ -184,7 +184,19 @@ fn a_restarted_data_center_is_keyed_again_and_its_counts_carried() {
         last >= before + 30,
         "{before} before the restart, {last} at the end"
     );
-    assert_eq!(farm["totals"]["datacenter"]["user_requests"], last);
+    // The timeline did restart it, and the dispatcher found it without its key.
+    let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events.jsonl");
+    for event in ["node_stop", "node_start"] {
+        let restart = (events.lines())
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|e| e["event"] == event && e["node"] == "datacenter");
+        assert!(restart, "no {event} of the data center in {events}");
+    }
+    let log = std::fs::read_to_string(out.join("logs/dispatcher.log")).expect("dispatcher.log");
+    assert!(
+        log.contains("the data center has no key; giving it again"),
+        "{log}"
+    );
 }
 
 /// m·d < n, d > n, ρ ≥ 1 and an unknown scheme each fail at once, naming the key, and leave

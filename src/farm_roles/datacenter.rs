@@ -5,9 +5,9 @@
 //! (`super::tickets`), so that nobody outside the farm adds to what it counts. The key comes
 //! in [`DataCenterRequest::Key`], at the start and again when the dispatcher's samples find
 //! the data center without one (started anew), with a floor below which a loss's ticket is
-//! refused, so one taken before a restart is not good again. It counts requests and bytes of each kind for
-//! the dispatcher ([`DataCenterRequest::Measure`]), the only node it answers on the control
-//! plane.
+//! refused, so one taken before a restart is not good again. It counts requests and bytes of
+//! each kind for the dispatcher ([`DataCenterRequest::Measure`]), the only node it answers on
+//! the control plane.
 
 use super::config::DataCenterConfig;
 use super::messages::{DataCenterRequest, DataCenterResponse, DataCenterUsage};

@@ -63,8 +63,7 @@ impl DataCenterLine {
         if !keyed {
             tracing::info!("farm-dispatcher: the data center has no key; giving it again");
             let floor = next_ticket();
-            let peer = &mut self.peer;
-            if !give_key(peer, config, identity, tickets, floor, timeout).await {
+            if !give_key(&mut self.peer, config, identity, tickets, floor, timeout).await {
                 tracing::warn!("farm-dispatcher: the data center did not take the key");
             }
         }

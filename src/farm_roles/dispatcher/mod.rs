@@ -438,7 +438,7 @@ pub async fn run(
         loop {
             tokio::select! {
                 _ = sample.tick() => {
-                    let usage = (datacenter)
+                    let usage = datacenter
                         .measure(&config, &identity, &dispatcher.tickets, next_ticket)
                         .await;
                     recorder.sample(&dispatcher, usage);
@@ -452,7 +452,7 @@ pub async fn run(
         }
     });
     let result = stopped.await;
-    let usage = (datacenter)
+    let usage = datacenter
         .measure(&config, &identity, &dispatcher.tickets, next_ticket)
         .await;
     recorder.sample(&dispatcher, usage);

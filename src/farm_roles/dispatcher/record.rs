@@ -97,7 +97,8 @@ pub struct Sample {
     /// The first and the last 10% of the contents, in that order.
     pub groups: [Group; 2],
     pub busy_servers: usize,
-    /// The data center's counts over all its runs (None: it did not answer).
+    /// The data center's counts over all its runs, as last answered (None: it has not
+    /// answered yet).
     pub datacenter: Option<DataCenterUsage>,
     /// How many samples were merged into this one (1 until a long run is thinned).
     pub merged: u32,
