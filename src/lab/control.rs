@@ -2,7 +2,7 @@
 //! lab's event log. `cdnlab link set` and `run`'s timeline both come through here.
 
 use super::state::LabState;
-use super::sys::{err, Result};
+use super::sys::{err, Ended, Result};
 use super::{events, links, process};
 use netem::{Impairments, ImpairmentsChange};
 
@@ -88,12 +88,12 @@ fn record_link_set(state: &LabState, index: usize) -> Result<()> {
 
 /// Stops a node's process and records it; if the process had already ended by itself, says
 /// how (recorded as the event's `had_ended`).
-pub fn stop_node(state: &mut LabState, node: usize) -> Result<Option<String>> {
+pub fn stop_node(state: &mut LabState, node: usize) -> Result<Option<Ended>> {
     let had_ended = process::stop_node(state, node)?;
     let name = state.topology.nodes[node].name.clone();
     let mut event = serde_json::json!({"event": "node_stop", "node": name});
     if let Some(how) = &had_ended {
-        event["had_ended"] = how.clone().into();
+        event["had_ended"] = how.to_string().into();
     }
     events::record(state, event)?;
     Ok(had_ended)
@@ -115,14 +115,14 @@ pub fn signal_node(state: &mut LabState, node: usize) -> Result<()> {
 
 /// Starts a node's process again and records it; refused while the node's last process runs.
 /// If that process had ended by itself, says how (recorded as the event's `had_ended`).
-pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<String>> {
+pub fn start_node(state: &mut LabState, node: usize) -> Result<Option<Ended>> {
     let had_ended = process::forget_ended(state, node)?;
     // The process is followed by its record, as `up`'s are.
     drop(process::start_node(state, node)?);
     let name = state.topology.nodes[node].name.clone();
     let mut event = serde_json::json!({"event": "node_start", "node": name});
     if let Some(how) = &had_ended {
-        event["had_ended"] = how.clone().into();
+        event["had_ended"] = how.to_string().into();
     }
     events::record(state, event)?;
     Ok(had_ended)

@@ -2,7 +2,7 @@
 //! terminal reaches the orchestrator, which then stops them in order), logging to one file each.
 
 use super::state::{LabState, ProcessRecord, LOGS};
-use super::sys::{self, err, Error, Result};
+use super::sys::{self, err, Ended, Error, Result};
 use crate::topology::{Program, Ready};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -96,7 +96,7 @@ pub fn record_of(child: &Child) -> Result<ProcessRecord> {
 /// timeline, which forget a process they stop) other than with status 0, each with how it
 /// ended (`is gone` when that cannot be told): a server that fails during a run leaves its
 /// clients' results in doubt.
-pub fn servers_ended(state: &LabState) -> Vec<(String, String)> {
+pub fn servers_ended(state: &LabState) -> Vec<(String, Ended)> {
     let clients: Vec<&str> = (state.topology.nodes.iter())
         .filter(|n| n.client)
         .map(|n| n.name.as_str())
@@ -106,13 +106,8 @@ pub fn servers_ended(state: &LabState) -> Vec<(String, String)> {
             !clients.contains(&name.as_str()) && !sys::process_alive(record.pid, record.start_time)
         })
         .map(|(name, record)| (name.clone(), how_ended(record)))
-        .filter(|(_, how)| failed(how))
+        .filter(|(_, how)| how.failed())
         .collect()
-}
-
-/// True unless `how` (from `how_ended`) is a clean exit: a one-shot command may end with 0.
-pub fn failed(how: &str) -> bool {
-    how != "exited with status 0"
 }
 
 /// The last `lines` lines of a log, indented, for error messages.
@@ -213,7 +208,7 @@ pub fn signal_node(state: &LabState, node: usize, signal: libc::c_int) -> bool {
 /// process of a node other than a client had already ended by itself, says how (as
 /// `servers_ended` does), since the lab forgets a process it stops; an ended client's status
 /// is left to its `Child`.
-pub fn stop_node(state: &mut LabState, node: usize) -> Result<Option<String>> {
+pub fn stop_node(state: &mut LabState, node: usize) -> Result<Option<Ended>> {
     let name = state.topology.nodes[node].name.clone();
     let Some(record) = state.processes.get(&name).cloned() else {
         return Ok(None);
@@ -233,7 +228,7 @@ pub fn stop_node(state: &mut LabState, node: usize) -> Result<Option<String>> {
 
 /// Before node `node` is started again: refused while its last process runs; if that process
 /// (not a client's) ended by itself, says how, as [`stop_node`] does, and forgets it.
-pub fn forget_ended(state: &mut LabState, node: usize) -> Result<Option<String>> {
+pub fn forget_ended(state: &mut LabState, node: usize) -> Result<Option<Ended>> {
     let spec = &state.topology.nodes[node];
     let (name, client) = (spec.name.clone(), spec.client);
     let Some(record) = state.processes.get(&name).cloned() else {
@@ -252,14 +247,13 @@ pub fn forget_ended(state: &mut LabState, node: usize) -> Result<Option<String>>
     Ok(ended)
 }
 
-/// How a process that is no longer alive ended: `exited with status N`, `was killed by signal
-/// N (NAME)`, or `is gone` when that cannot be told (not this process's child, or reaped
-/// already: its pid may be another process's by now).
-pub fn how_ended(record: &ProcessRecord) -> String {
+/// How a process that is no longer alive ended, or [`Ended::Gone`] when that cannot be told
+/// (not this process's child, or reaped already: its pid may be another process's by now).
+pub fn how_ended(record: &ProcessRecord) -> Ended {
     let ours = sys::process_start_time(record.pid) == Some(record.start_time);
     ours.then(|| sys::reap_exit(record.pid, Duration::from_secs(2)))
         .flatten()
-        .unwrap_or_else(|| "is gone".to_string())
+        .unwrap_or(Ended::Gone)
 }
 
 /// SIGTERM to every process (and its session), then SIGKILL to what is left after the grace.
@@ -441,8 +435,8 @@ mod tests {
         stop_processes(std::slice::from_ref(&stopped));
         assert_eq!(sys::process_start_time(stopped.pid), None, "not reaped");
         assert_eq!(
-            sys::reap_exit(ended.pid, Duration::from_secs(2)).as_deref(),
-            Some("exited with status 3")
+            sys::reap_exit(ended.pid, Duration::from_secs(2)),
+            Some(Ended::Exited(3))
         );
     }
 }

@@ -159,14 +159,45 @@ pub fn own_process() -> Result<super::state::ProcessRecord> {
     Ok(super::state::ProcessRecord { pid, start_time })
 }
 
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Exited(i32),
+    Killed(i32),
+    /// It cannot be told: not this process's child, or reaped already.
+    Gone,
+}
+
+impl Ended {
+    /// Anything but a clean exit (a one-shot command may end with status 0).
+    pub fn failed(self) -> bool {
+        self != Ended::Exited(0)
+    }
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Ended::Exited(status) => write!(f, "exited with status {status}"),
+            Ended::Killed(signal) => {
+                // SAFETY: strsignal returns a pointer to a static or thread-local string.
+                let name = unsafe { std::ffi::CStr::from_ptr(libc::strsignal(signal)) };
+                let name = name.to_string_lossy();
+                write!(f, "was killed by signal {signal} ({name})")
+            }
+            Ended::Gone => f.write_str("is gone"),
+        }
+    }
+}
+
 /// How child `pid` ended, if it is a child of this process that has ended or is ending and has
-/// not been reaped yet (it is reaped now): `exited with status N` or `was killed by signal N
-/// (NAME)`. `None` if it is not this process's child or has not ended within `within`.
+/// not been reaped yet (it is reaped now). `None` if it is not this process's child or has not
+/// ended within `within`.
 ///
 /// Waits because /proc shows a multi-threaded process as a zombie (and its sockets are closed)
 /// as soon as its main thread has exited, while `waitpid` reaps it only once its last thread
 /// has: in between, a check that gives up at once reports the death without its cause.
-pub fn reap_exit(pid: i32, within: std::time::Duration) -> Option<String> {
+pub fn reap_exit(pid: i32, within: std::time::Duration) -> Option<Ended> {
     let deadline = std::time::Instant::now() + within;
     let mut status = 0;
     loop {
@@ -180,17 +211,11 @@ pub fn reap_exit(pid: i32, within: std::time::Duration) -> Option<String> {
             _ => return None,
         }
     }
-    if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
-        // SAFETY: strsignal returns a pointer to a static or thread-local string.
-        let name = unsafe { std::ffi::CStr::from_ptr(libc::strsignal(signal)) };
-        Some(format!(
-            "was killed by signal {signal} ({})",
-            name.to_string_lossy()
-        ))
+    Some(if libc::WIFSIGNALED(status) {
+        Ended::Killed(libc::WTERMSIG(status))
     } else {
-        Some(format!("exited with status {}", libc::WEXITSTATUS(status)))
-    }
+        Ended::Exited(libc::WEXITSTATUS(status))
+    })
 }
 
 /// Sends `signal` to the process group led by `pid` (nodes run in their own sessions) and
@@ -240,7 +265,13 @@ mod tests {
         unsafe { libc::kill(pid, libc::SIGKILL) };
         // Asked at once: the child may not have ended yet, so this must wait for it.
         let how = reap_exit(pid, Duration::from_secs(5));
-        assert_eq!(how.as_deref(), Some("was killed by signal 9 (Killed)"));
+        assert_eq!(how, Some(Ended::Killed(9)));
+        assert_eq!(
+            Ended::Killed(9).to_string(),
+            "was killed by signal 9 (Killed)"
+        );
+        assert!(Ended::Killed(9).failed() && Ended::Gone.failed() && Ended::Exited(1).failed());
+        assert!(!Ended::Exited(0).failed());
     }
 
     #[test]

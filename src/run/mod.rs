@@ -6,6 +6,7 @@ pub mod progress;
 pub mod segments_plot;
 pub mod summary;
 
+use crate::lab::sys::Ended;
 use crate::lab::{self, control, events, interrupt, process, LabState};
 use crate::roles::summary::ClientSummary;
 use crate::topology::{describe_action, TimelineAction, Topology};
@@ -221,6 +222,7 @@ fn play(
         .into_iter()
         .chain(lab::process::servers_ended(state))
     {
+        let how = how.to_string();
         let event = serde_json::json!({"event": "server_ended", "node": node, "how": how});
         events::record(state, event)?;
         servers_ended.push(summary::ServerEnded { node, how });
@@ -236,25 +238,23 @@ fn play(
 
 /// Applies a timeline action. A `stop` or `start` of a server that had already failed by
 /// itself returns that server and how it ended, for the run's `servers_ended`.
-fn apply(state: &mut LabState, action: &TimelineAction) -> lab::Result<Option<(String, String)>> {
-    let had_ended = match action {
+fn apply(state: &mut LabState, action: &TimelineAction) -> lab::Result<Option<(String, Ended)>> {
+    let (node, had_ended) = match action {
         TimelineAction::SetLink {
             segment,
             from,
             change,
-        } => control::change_segment(state, *segment, from, change).map(|_| None),
-        TimelineAction::StopNode { node } => control::stop_node(state, *node),
-        TimelineAction::StartNode { node } => control::start_node(state, *node),
-        TimelineAction::SignalNode { node } => control::signal_node(state, *node).map(|_| None),
-    }?;
-    let node = match action {
-        TimelineAction::StopNode { node } | TimelineAction::StartNode { node } => *node,
-        _ => return Ok(None),
+        } => return control::change_segment(state, *segment, from, change).map(|_| None),
+        TimelineAction::SignalNode { node } => {
+            return control::signal_node(state, *node).map(|_| None)
+        }
+        TimelineAction::StopNode { node } => (*node, control::stop_node(state, *node)?),
+        TimelineAction::StartNode { node } => (*node, control::start_node(state, *node)?),
     };
-    let name = state.topology.nodes[node].name.clone();
+    let name = &state.topology.nodes[node].name;
     Ok(had_ended
-        .filter(|how| lab::process::failed(how))
-        .map(|how| (name, how)))
+        .filter(|how| how.failed())
+        .map(|how| (name.clone(), how)))
 }
 
 /// Copies the lab's logs and event log into the run directory.
