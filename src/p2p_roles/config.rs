@@ -49,12 +49,14 @@ impl Catalogue {
 
 /// What a tracker and its peers must agree on: J, B and the slot (the chunk size is the
 /// peers' and the cloud's).
-fn tracker_terms(catalogue: &Catalogue) -> String {
-    let slot = netem::units::format_duration_ns(catalogue.slot.as_nanos() as u64);
-    format!(
-        "chunks {}, cache {}, slot {slot}",
-        catalogue.chunks, catalogue.cache
-    )
+fn tracker_terms(catalogue: &Catalogue) -> (usize, usize, Duration) {
+    (catalogue.chunks, catalogue.cache, catalogue.slot)
+}
+
+/// [`tracker_terms`] in words.
+fn describe_terms((chunks, cache, slot): (usize, usize, Duration)) -> String {
+    let slot = netem::units::format_duration_ns(slot.as_nanos() as u64);
+    format!("chunks {chunks}, cache {cache}, slot {slot}")
 }
 
 /// Where the P2P roles of a topology describe different systems: a peer whose tracker or cloud
@@ -102,8 +104,10 @@ pub fn disagreements(topology: &Topology) -> Vec<String> {
             );
             if ours != theirs {
                 differs(format!(
-                    "its {ours} are not its tracker {}'s ({theirs})",
-                    own.tracker
+                    "its {} are not its tracker {}'s ({})",
+                    describe_terms(ours),
+                    own.tracker,
+                    describe_terms(theirs)
                 ));
             }
         }
