@@ -63,7 +63,7 @@ fn split(path: &Path) -> io::Result<(&Path, &std::ffi::OsStr)> {
 /// `relative` beneath `base`, opened for reading if it is a regular file reached through no
 /// symlink: `base` is followed as named (the user's choice), every component of `relative`
 /// is not, each opened in the directory before it.
-pub fn open_regular_beneath(base: &Path, relative: &Path) -> io::Result<File> {
+fn open_regular_beneath(base: &Path, relative: &Path) -> io::Result<File> {
     // Directories are opened only to look up in (`O_PATH`: no read permission needed).
     let mut at = open_at(None, base.as_os_str(), libc::O_PATH | libc::O_DIRECTORY)?;
     let mut parts = relative.components().peekable();
@@ -113,7 +113,7 @@ pub fn read_regular(path: &Path, max: u64) -> io::Result<String> {
 
 /// The text of `relative` beneath `base`, a regular file (see [`open_regular_beneath`]) of at
 /// most `max` bytes.
-pub fn read_regular_beneath(base: &Path, relative: &Path, max: u64) -> io::Result<String> {
+fn read_regular_beneath(base: &Path, relative: &Path, max: u64) -> io::Result<String> {
     let mut text = String::new();
     open_regular_beneath(base, relative)?
         .take(max + 1)

@@ -56,7 +56,7 @@ fn read_run_file(out_dir: &Path, path: &Path) -> std::io::Result<String> {
         let why = format!("{} is not in {}", path.display(), out_dir.display());
         std::io::Error::new(std::io::ErrorKind::InvalidInput, why)
     })?;
-    crate::regular_file::read_regular_beneath(out_dir, relative, MAX_SWEEP_FILE)
+    crate::regular_file::Beneath::new(out_dir, relative).read(MAX_SWEEP_FILE)
 }
 
 /// What defines a sweep's runs: the topology, its variables, every run's flags.
