@@ -107,6 +107,7 @@ fn node_service(
     plan: Option<&Plan>,
 ) -> Map {
     let is_role = matches!(node.program, Program::Role { .. });
+    let runs = runs_program(&node.program);
     let mut service = vec![pair("image", s(IMAGE))];
     if let Some(profile) = names.profile() {
         service.push(pair("profiles", Yaml::Flow(vec![s(profile)])));
@@ -131,7 +132,7 @@ fn node_service(
         }
     }
     let mut environment = Vec::new();
-    if runs_program(&node.program) {
+    if runs {
         environment.extend([
             pair("CDNLAB_LAB", s(&topology.name)),
             pair("CDNLAB_NODE", s(&node.name)),
@@ -155,7 +156,7 @@ fn node_service(
     }
     // In a stack every node records in the results directory that it started.
     let mut volumes = Vec::new();
-    if runs_program(&node.program) || plan.is_some() {
+    if runs || plan.is_some() {
         volumes.push(Yaml::Str(format!("{RESULTS}/{}:/results", topology.name)));
     }
     if is_role && plan.is_none() {
