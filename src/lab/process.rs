@@ -94,8 +94,8 @@ pub fn record_of(child: &Child) -> Result<ProcessRecord> {
 
 /// The nodes other than clients whose process ended by itself (not stopped by the lab or its
 /// timeline, which forget a process they stop) other than with status 0, each with how it
-/// ended (`is gone` when that cannot be told): a server that fails during a run leaves its
-/// clients' results in doubt.
+/// ended ([`Ended::Gone`] when that cannot be told): a server that fails during a run leaves
+/// its clients' results in doubt.
 pub fn servers_ended(state: &LabState) -> Vec<(String, Ended)> {
     let clients: Vec<&str> = (state.topology.nodes.iter())
         .filter(|n| n.client)

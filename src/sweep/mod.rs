@@ -388,36 +388,57 @@ mod tests {
     /// killed at the grace; both are reaped (their pids no longer exist).
     #[test]
     fn stopped_runs_are_interrupted_then_killed_and_reaped() {
+        use std::os::unix::process::CommandExt;
+        /// Children the test has not handed to `stop_runs`, killed if it fails first.
+        struct KillOnDrop(Vec<Child>);
+        impl Drop for KillOnDrop {
+            fn drop(&mut self) {
+                for child in &mut self.0 {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+            }
+        }
         let spawn = |script: &str| {
-            (std::process::Command::new("sh").args(["-c", script]))
-                .spawn()
-                .expect("sh")
+            let mut command = std::process::Command::new("sh");
+            // SAFETY: signal(2) is async-signal-safe. SIGINT as by default, whatever the
+            // tests were started with (an ignored signal stays ignored across exec).
+            unsafe {
+                command.pre_exec(|| {
+                    libc::signal(libc::SIGINT, libc::SIG_DFL);
+                    Ok(())
+                })
+            };
+            command.args(["-c", script]).spawn().expect("sh")
         };
         let gone = |pid: u32| !Path::new(&format!("/proc/{pid}")).exists();
-        // An ignored signal stays ignored across exec: this `sleep` ignores SIGINT.
-        let (obeys, ignores) = (spawn("exec sleep 30"), spawn("trap '' INT; exec sleep 30"));
+        // This `sleep` ignores SIGINT, ignored before its exec.
+        let mut children = KillOnDrop(vec![
+            spawn("exec sleep 30"),
+            spawn("trap '' INT; exec sleep 30"),
+        ]);
+        let pids = [children.0[0].id(), children.0[1].id()];
         // Until the shell has run `trap`, SIGINT would end it: wait until it is `sleep`.
         let is_sleep = |pid: u32| {
             std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c == "sleep\n")
         };
         let started = Instant::now();
-        while !(is_sleep(obeys.id()) && is_sleep(ignores.id())) {
+        while !pids.into_iter().all(is_sleep) {
             assert!(
                 started.elapsed() < Duration::from_secs(10),
                 "sleep never ran"
             );
             std::thread::sleep(Duration::from_millis(5));
         }
-        let pids = [obeys.id(), ignores.id()];
         let started = Instant::now();
-        stop_runs(vec![(0, obeys)], Duration::from_secs(20));
+        stop_runs(vec![(0, children.0.remove(0))], Duration::from_secs(20));
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "not interrupted"
         );
         let grace = Duration::from_millis(300);
         let started = Instant::now();
-        stop_runs(vec![(1, ignores)], grace);
+        stop_runs(vec![(1, children.0.remove(0))], grace);
         assert!(started.elapsed() >= grace, "killed before its grace");
         assert!(pids.into_iter().all(gone), "{pids:?} not reaped");
     }
