@@ -5,65 +5,60 @@ use crate::control::Identity;
 use crate::farm_roles::config::DispatcherConfig;
 use crate::farm_roles::messages::{DataCenterRequest, DataCenterResponse, DataCenterUsage};
 use crate::roles::peers::Peer;
-use crate::roles::tokens::TokenKey;
+use crate::roles::tokens::{KeyBytes, TokenKey};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Gives the data center the key of its tickets, and `floor`, below which it refuses a loss's
-/// ticket; whether it took them.
-pub async fn give_key(
-    datacenter: &mut Peer,
-    config: &DispatcherConfig,
-    identity: &Identity,
-    tickets: &TokenKey,
-    floor: u64,
-    timeout: Duration,
-) -> bool {
-    let key = DataCenterRequest::Key {
-        ticket_key: tickets.bytes(),
-        floor,
-    };
-    let answer = (datacenter.call(config.control_port, identity, &key, timeout)).await;
-    answer == Some(DataCenterResponse::Keyed)
-}
-
-/// The data center as the dispatcher samples it.
+/// The data center as the dispatcher keys and samples it, over one kept control connection.
 pub struct DataCenterLine {
     peer: Peer,
+    control_port: u16,
+    identity: Arc<Identity>,
+    /// The key of the dispatcher's tickets.
+    key: KeyBytes,
     runs: Runs,
 }
 
 impl DataCenterLine {
-    pub fn new(config: &DispatcherConfig) -> DataCenterLine {
+    pub fn new(config: &DispatcherConfig, identity: &Arc<Identity>, tickets: &TokenKey) -> Self {
         DataCenterLine {
             peer: Peer::new(&config.datacenter),
+            control_port: config.control_port,
+            identity: identity.clone(),
+            key: tickets.bytes(),
             runs: Runs::default(),
         }
+    }
+
+    /// Gives the data center the key of its tickets, and `floor`, below which it refuses a
+    /// loss's ticket; whether it took them.
+    pub async fn give_key(&mut self, floor: u64, timeout: Duration) -> bool {
+        let key = DataCenterRequest::Key {
+            ticket_key: self.key,
+            floor,
+        };
+        let answer = self
+            .peer
+            .call(self.control_port, &self.identity, &key, timeout);
+        answer.await == Some(DataCenterResponse::Keyed)
     }
 
     /// The data center's counts over all its runs, None if it did not answer. One started
     /// again (a timeline's `stop` and `start`) has no key, and is given it again, with the
     /// dispatcher's next ticket (`next_ticket`) as floor: until then it would refuse every
     /// loss and copy.
-    pub async fn measure(
-        &mut self,
-        config: &DispatcherConfig,
-        identity: &Identity,
-        tickets: &TokenKey,
-        next_ticket: impl FnOnce() -> u64,
-    ) -> Option<DataCenterUsage> {
+    pub async fn measure(&mut self, next_ticket: impl FnOnce() -> u64) -> Option<DataCenterUsage> {
         let timeout = Duration::from_secs(1);
         let request = DataCenterRequest::Measure;
-        let answer = (self
+        let answer = self
             .peer
-            .call(config.control_port, identity, &request, timeout))
-        .await;
-        let Some(DataCenterResponse::Usage { usage, keyed }) = answer else {
+            .call(self.control_port, &self.identity, &request, timeout);
+        let Some(DataCenterResponse::Usage { usage, keyed }) = answer.await else {
             return None;
         };
         if !keyed {
             tracing::info!("farm-dispatcher: the data center has no key; giving it again");
-            let floor = next_ticket();
-            if !give_key(&mut self.peer, config, identity, tickets, floor, timeout).await {
+            if !self.give_key(next_ticket(), timeout).await {
                 tracing::warn!("farm-dispatcher: the data center did not take the key");
             }
         }

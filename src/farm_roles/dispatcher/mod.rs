@@ -36,7 +36,7 @@ use crate::roles::http::semantics::{self as http, error};
 use crate::roles::http::{spawn_http, Body, ServeOptions};
 use crate::roles::peers::{call_all, Peer};
 use crate::roles::tokens::TokenKey;
-use datacenter::{give_key, DataCenterLine};
+use datacenter::DataCenterLine;
 use hyper::{Request, Response, StatusCode};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -250,15 +250,14 @@ impl Dispatcher {
 async fn fill(
     config: &DispatcherConfig,
     identity: &Arc<Identity>,
+    datacenter: &mut DataCenterLine,
     slots: &[u32],
     tickets: &TokenKey,
 ) -> Result<(), String> {
     let started = Instant::now();
-    let mut datacenter = Peer::new(&config.datacenter);
     loop {
-        let timeout = Duration::from_secs(5);
         // No ticket was made yet: the first is 0.
-        if give_key(&mut datacenter, config, identity, tickets, 0, timeout).await {
+        if datacenter.give_key(0, Duration::from_secs(5)).await {
             break;
         }
         if started.elapsed() > FILL_DEADLINE {
@@ -393,9 +392,10 @@ pub async fn run(
     let replication = initial(&config.system, config.replication).map_err(|e| e.to_string())?;
     let slots = place(&config.system, &replication, &mut rng).map_err(|e| e.to_string())?;
     let tickets = TokenKey::generate()?;
+    let mut datacenter = DataCenterLine::new(&config, &identity, &tickets);
     tokio::pin!(shutdown);
     tokio::select! {
-        filled = fill(&config, &identity, &slots, &tickets) => filled?,
+        filled = fill(&config, &identity, &mut datacenter, &slots, &tickets) => filled?,
         () = &mut shutdown => return Ok(()),
     }
     let dispatcher = Dispatcher::start(&config, &identity, tickets, slots, rng);
@@ -429,7 +429,6 @@ pub async fn run(
     };
     let running = spawn_http(any_address(config.port), handler, options, Some(control)).await?;
     let mut recorder = Recorder::new(out, &config, &replication);
-    let mut datacenter = DataCenterLine::new(&config);
     let next_ticket = || dispatcher.lock().next_ticket;
     let mut sample = tokio::time::interval(config.sample_every);
     let mut lease = tokio::time::interval(Duration::from_secs(1));
@@ -438,9 +437,7 @@ pub async fn run(
         loop {
             tokio::select! {
                 _ = sample.tick() => {
-                    let usage = datacenter
-                        .measure(&config, &identity, &dispatcher.tickets, next_ticket)
-                        .await;
+                    let usage = datacenter.measure(next_ticket).await;
                     recorder.sample(&dispatcher, usage);
                     if let Err(e) = recorder.save(Some(Instant::now())) {
                         tracing::warn!("farm-dispatcher: {e}");
@@ -452,9 +449,7 @@ pub async fn run(
         }
     });
     let result = stopped.await;
-    let usage = datacenter
-        .measure(&config, &identity, &dispatcher.tickets, next_ticket)
-        .await;
+    let usage = datacenter.measure(next_ticket).await;
     recorder.sample(&dispatcher, usage);
     recorder.save(None)?;
     result
@@ -583,9 +578,9 @@ mod tests {
         .unwrap();
         let config = config(2, datacenter.local_addr().port());
         let (key, dispatcher) = (TokenKey::generate().unwrap(), identity("dispatcher"));
-        let mut line = DataCenterLine::new(&config);
+        let mut line = DataCenterLine::new(&config, &dispatcher, &key);
         for _ in 0..2 {
-            let usage = line.measure(&config, &dispatcher, &key, || 7).await;
+            let usage = line.measure(|| 7).await;
             assert_eq!(usage, Some(DataCenterUsage::default()));
         }
         assert_eq!(*keys.lock().unwrap(), [(key.bytes(), 7)]);
