@@ -389,7 +389,7 @@ mod tests {
     use crate::roles::http::semantics::{redirect, refuse_method, target};
     use crate::roles::http::serve::serve_head_only_idle;
     use crate::roles::http::test_clients::{
-        closed_within, set_congestion_control, trickle_until_closed,
+        bytes_until_closed, closed_within, set_congestion_control, trickle_until_closed,
     };
     use crate::roles::http::ServeOptions;
 
@@ -828,18 +828,8 @@ mod tests {
             let mut stream = TcpStream::connect(addr).await.unwrap();
             stream.write_all(requests.as_bytes()).await.unwrap();
             tokio::time::sleep(IDLE * 3).await;
-            let mut received = 0usize;
-            let mut buffer = vec![0u8; 1 << 16];
-            let ended = tokio::time::timeout(Duration::from_secs(5), async {
-                loop {
-                    match stream.read(&mut buffer).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => received += n,
-                    }
-                }
-            })
-            .await;
-            assert!(ended.is_ok(), "{path}: the connection stayed open");
+            let ended = bytes_until_closed(&mut stream, Duration::from_secs(5)).await;
+            let received = ended.expect("the connection stayed open");
             assert!(
                 received < count * len,
                 "{path}: {received} bytes: every answer came"

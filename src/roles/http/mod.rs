@@ -2,6 +2,7 @@
 //! response bodies that never hold a whole segment, the HTTP semantics answers follow, and how
 //! a client's errors read.
 
+mod activity;
 pub mod body;
 mod congestion;
 mod error_causes;

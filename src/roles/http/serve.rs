@@ -8,9 +8,8 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -20,6 +19,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
+use super::activity::{Activity, Timed, Working};
 use super::head_only::{self, HeadHandler};
 use super::semantics::{strip_for_head, target};
 
@@ -112,7 +112,7 @@ where
         let builder = builder.clone();
         let handler = handler.clone();
         let options = options.clone();
-        async move { serve_hyper(TokioIo::new(stream), &builder, handler, options, idle, stop).await }
+        async move { serve_hyper(stream, &builder, handler, options, idle, stop).await }
     })
     .await
 }
@@ -175,7 +175,7 @@ pub(super) async fn serve_head_only_idle<H: HeadHandler>(
                 }
             };
             if let head_only::Ended::HandOver(stream, read) = ended {
-                let io = TokioIo::new(head_only::Prefixed::new(stream, read));
+                let io = head_only::Prefixed::new(stream, read);
                 let handler = move |request: Request<Incoming>| handler.answer(request.map(|_| ()));
                 serve_hyper(io, &builder, handler, options, idle, stop).await;
             }
@@ -259,9 +259,10 @@ where
 }
 
 /// One connection served by hyper until it ends, shutdown comes (then at most
-/// `SHUTDOWN_GRACE` more), or it has had no request in progress for `idle`.
+/// `SHUTDOWN_GRACE` more), or it has had no request in progress for `idle` (then it ends once
+/// the answers being sent are, or once its client has taken nothing for `idle`).
 async fn serve_hyper<I, H, Fut, B>(
-    io: TokioIo<I>,
+    io: I,
     builder: &auto::Builder<TokioExecutor>,
     handler: H,
     options: Arc<ServeOptions>,
@@ -291,6 +292,7 @@ async fn serve_hyper<I, H, Fut, B>(
             Ok::<_, Infallible>(response)
         }
     });
+    let io = TokioIo::new(Timed::new(io, watched.clone()));
     let connection = builder.serve_connection(io, service);
     let mut connection = std::pin::pin!(connection);
     tokio::select! {
@@ -300,10 +302,12 @@ async fn serve_hyper<I, H, Fut, B>(
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
         }
         () = watched.idle_for(idle) => {
-            // Lets a response still being sent finish, then closes.
+            // Lets a response still being sent finish, then closes; but not one its client
+            // stopped taking (hyper has no write timeout).
             connection.as_mut().graceful_shutdown();
             tokio::select! {
                 _ = connection.as_mut() => {}
+                () = watched.stalled_for(idle) => {}
                 () = stopped(&mut stop) => {
                     let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
                 }
@@ -326,72 +330,6 @@ pub(super) fn log_answer<B>(role: &str, method: &Method, uri: &Uri, response: &R
     );
 }
 
-/// What a connection's idle timer needs to know: how many of its requests are in progress and
-/// since when none has been. Plain atomics rather than a channel: every request touches them
-/// twice, and waking a timer task per request was a measurable part of a 302's cost.
-struct Activity {
-    in_progress: AtomicUsize,
-    /// Nanoseconds from `start` to when the count last went to zero.
-    idle_since_ns: AtomicU64,
-    start: Instant,
-}
-
-impl Activity {
-    fn new() -> Activity {
-        Activity {
-            in_progress: AtomicUsize::new(0),
-            idle_since_ns: AtomicU64::new(0),
-            start: Instant::now(),
-        }
-    }
-
-    fn now_ns(&self) -> u64 {
-        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    /// Resolves once no request has been in progress for `limit` without a break: sleeps
-    /// until the earliest instant that could be true, then looks again.
-    async fn idle_for(&self, limit: Duration) {
-        let mut wait = limit;
-        loop {
-            tokio::time::sleep(wait).await;
-            if self.in_progress.load(Ordering::Acquire) > 0 {
-                wait = limit;
-                continue;
-            }
-            let idle = Duration::from_nanos(
-                self.now_ns()
-                    .saturating_sub(self.idle_since_ns.load(Ordering::Acquire)),
-            );
-            match limit.checked_sub(idle) {
-                Some(left) if !left.is_zero() => wait = left,
-                _ => return,
-            }
-        }
-    }
-}
-
-/// One request of a connection in progress (until its response is ready): counted while it
-/// lives, so the connection's idle timer runs only while none is.
-struct Working(Arc<Activity>);
-
-impl Working {
-    fn new(activity: Arc<Activity>) -> Working {
-        activity.in_progress.fetch_add(1, Ordering::AcqRel);
-        Working(activity)
-    }
-}
-
-impl Drop for Working {
-    fn drop(&mut self) {
-        // The time first: whoever reads a count of zero then reads an instant no earlier than
-        // the last request's end.
-        let now = self.0.now_ns();
-        self.0.idle_since_ns.store(now, Ordering::Release);
-        self.0.in_progress.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// Resolves once shutdown is asked (or the loop is gone).
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     // The guard `wait_for` returns is dropped here, not held across an await.
@@ -401,14 +339,21 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roles::http::test_clients::{closed_within, trickle_until_closed};
+    use crate::roles::http::test_clients::{
+        bytes_until_closed, closed_within, trickle_until_closed,
+    };
     use crate::roles::http::Body;
     use hyper_util::rt::TokioExecutor;
     use std::net::SocketAddr;
 
-    /// A test server that closes connections idle for 300 ms (the idle time, returned), its
-    /// slow path `/slow` taking 900 ms.
-    async fn idle_test_server() -> (
+    /// The length of `/big`'s body: more than loopback's socket buffers hold.
+    const BIG: usize = 25_000_000;
+
+    /// A test server that closes connections idle for `idle` (returned), its slow path
+    /// `/slow` taking 900 ms, `/big` answering `BIG` bytes.
+    async fn idle_test_server(
+        idle: Duration,
+    ) -> (
         SocketAddr,
         Duration,
         tokio::task::JoinHandle<io::Result<()>>,
@@ -416,8 +361,10 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let handler = |request: Request<Incoming>| async move {
-            if request.uri().path() == "/slow" {
-                tokio::time::sleep(Duration::from_millis(900)).await;
+            match request.uri().path() {
+                "/slow" => tokio::time::sleep(Duration::from_millis(900)).await,
+                "/big" => return Response::new(Body::bytes(vec![7u8; BIG])),
+                _ => {}
             }
             Response::new(Body::bytes(&b"ok"[..]))
         };
@@ -425,7 +372,6 @@ mod tests {
             role: "test",
             access_log: false,
         };
-        let idle = Duration::from_millis(300);
         let server = tokio::spawn(serve_http_idle(
             listener,
             handler,
@@ -482,7 +428,7 @@ mod tests {
     /// idle time; while a request is in progress it keeps it.
     #[tokio::test]
     async fn an_idle_http2_connection_is_closed() {
-        let (addr, _idle, server) = idle_test_server().await;
+        let (addr, _idle, server) = idle_test_server(Duration::from_millis(300)).await;
         let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         let (mut sender, connection) =
             hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
@@ -508,13 +454,60 @@ mod tests {
         server.abort();
     }
 
+    /// A client that stops reading its answer loses its connection once it has taken nothing
+    /// for the idle time (hyper would wait for ever to finish the answer): the rest of the
+    /// answer never comes. One that takes it slowly, for several idle times, gets all of it.
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_closed_and_a_slow_one_served() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // A second: a test process starved of CPU for a whole idle time would see its slow
+        // reader's connection closed.
+        let (addr, idle, server) = idle_test_server(Duration::from_secs(1)).await;
+        let get = b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+        let mut stalled = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stalled.write_all(get).await.unwrap();
+        tokio::time::sleep(idle * 2).await;
+        let ended = bytes_until_closed(&mut stalled, Duration::from_secs(5)).await;
+        let taken = ended.expect("the connection stayed open");
+        assert!(
+            taken < BIG,
+            "{taken} bytes: the answer was finished, not cut"
+        );
+        // 64 KiB every 10 ms at most: about 6.5 MB/s, so the answer takes nearly 4 s, past three
+        // idle times, with the server's writes waiting on the reader throughout.
+        let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+        slow.write_all(get).await.unwrap();
+        let started = std::time::Instant::now();
+        let (mut answer, mut head) = (Vec::new(), None);
+        let mut buffer = vec![0u8; 1 << 16];
+        let read = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                match slow.read(&mut buffer).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => answer.extend_from_slice(&buffer[..n]),
+                }
+                head = head.or_else(|| answer.windows(4).position(|w| w == b"\r\n\r\n"));
+                if head.is_some_and(|at| answer.len() - at - 4 >= BIG) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        assert!(read.await.is_ok(), "the slow reader was not served in 20 s");
+        assert!(started.elapsed() > idle * 3, "{:?}", started.elapsed());
+        assert!(answer.starts_with(b"HTTP/1.1 200"));
+        let body = head.map(|at| answer.len() - at - 4);
+        assert_eq!(body, Some(BIG), "the slow reader's answer was cut");
+        server.abort();
+    }
+
     /// An HTTP/1 client that never finishes its request head (one byte now and then, as a
     /// slow-loris client does), and one that keeps an idle keep-alive connection, both lose
     /// their connections after the idle time.
     #[tokio::test]
     async fn http1_clients_that_ask_nothing_are_closed() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let (addr, idle, server) = idle_test_server().await;
+        let (addr, idle, server) = idle_test_server(Duration::from_millis(300)).await;
         let kept = trickle_until_closed(addr)
             .await
             .expect("a trickling request head kept its connection for 10 s");

@@ -8,17 +8,23 @@ use tokio::net::TcpStream;
 
 /// Whether the server closes (or resets) `stream` within `limit`; what it sends is skipped.
 pub async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
-    let mut buffer = [0u8; 1024];
-    tokio::time::timeout(limit, async {
+    bytes_until_closed(stream, limit).await.is_some()
+}
+
+/// How many bytes `stream` brought before the server closed (or reset) it, if it did within
+/// `limit`.
+pub async fn bytes_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<usize> {
+    let mut taken = 0;
+    let mut buffer = vec![0u8; 1 << 16];
+    let read = tokio::time::timeout(limit, async {
         loop {
             match stream.read(&mut buffer).await {
                 Ok(0) | Err(_) => return,
-                Ok(_) => {}
+                Ok(n) => taken += n,
             }
         }
-    })
-    .await
-    .is_ok()
+    });
+    read.await.ok().map(|()| taken)
 }
 
 /// Sends a request head to `addr` one byte every 50 ms, as a slow-loris client does, never
