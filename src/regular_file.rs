@@ -37,6 +37,11 @@ impl Beneath {
         read_regular_beneath(&self.base, &self.relative, max)
     }
 
+    /// The path it names, for messages.
+    pub fn path(&self) -> PathBuf {
+        self.base.join(&self.relative)
+    }
+
     pub fn join(&self, name: impl AsRef<Path>) -> Beneath {
         Beneath::new(&self.base, self.relative.join(name))
     }

@@ -6,6 +6,7 @@ pub mod plot;
 pub mod table;
 
 use crate::lab::file_lock::FileLock;
+use crate::regular_file::Beneath;
 use crate::run::summary::RunSummary;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -47,16 +48,20 @@ const LOCK_FILE: &str = "sweep.lock";
 /// The most bytes read of a sweep's own files (`sweep.json`, a run's `summary.json`).
 const MAX_SWEEP_FILE: u64 = 64 << 20;
 
-/// A file `path` of the sweep's directory `out_dir`, which the user handed in (`--resume`,
-/// `--replot`): only a regular file reached through no link below `out_dir` is read, and a
-/// FIFO is not waited on. (What the sweep writes there replaces a file whole, never through a
-/// link: `atomic_write`.)
-fn read_run_file(out_dir: &Path, path: &Path) -> std::io::Result<String> {
-    let relative = path.strip_prefix(out_dir).map_err(|_| {
-        let why = format!("{} is not in {}", path.display(), out_dir.display());
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, why)
-    })?;
-    crate::regular_file::Beneath::new(out_dir, relative).read(MAX_SWEEP_FILE)
+/// The directory below a sweep's that holds its runs.
+const RUNS_DIR: &str = "runs";
+
+/// The `summary.json` run `index` wrote, beneath the sweep's directory `out_dir`.
+///
+/// The user hands that directory in (`--resume`, `--replot`), so its files are read only
+/// through [`Beneath`]: a regular file reached through no link below `out_dir`, and a FIFO not
+/// waited on. (What the sweep writes there replaces a file whole, never through a link:
+/// `atomic_write`.)
+fn run_summary(out_dir: &Path, index: usize, run: &[(String, String)]) -> Beneath {
+    let relative = Path::new(RUNS_DIR)
+        .join(run_name(index, run))
+        .join("summary.json");
+    Beneath::new(out_dir, relative)
 }
 
 /// What defines a sweep's runs: the topology, its variables, every run's flags.
@@ -71,15 +76,15 @@ fn plan(options: &SweepOptions) -> serde_json::Value {
 
 /// For `--resume`: the sweep in `out_dir` must be this one; names what differs if not.
 fn check_resumable(options: &SweepOptions) -> Result<(), String> {
-    let path = options.out_dir.join(PLAN_FILE);
-    let text = read_run_file(&options.out_dir, &path).map_err(|e| {
+    let plan_file = Beneath::new(&options.out_dir, PLAN_FILE);
+    let text = plan_file.read(MAX_SWEEP_FILE).map_err(|e| {
         format!(
             "--resume {}: cannot read its {PLAN_FILE} ({e}): not a sweep directory this cdnlab wrote",
             options.out_dir.display()
         )
     })?;
     let recorded: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", plan_file.path().display()))?;
     let current = plan(options);
     let differs: Vec<String> = ["topology", "set", "vary", "run_flags"]
         .iter()
@@ -105,7 +110,7 @@ fn check_resumable(options: &SweepOptions) -> Result<(), String> {
 /// Runs the sweep; returns the text it prints at the end (tables and files written).
 pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     let runs = grid::combinations(&options.vary);
-    let runs_dir = options.out_dir.join("runs");
+    let runs_dir = options.out_dir.join(RUNS_DIR);
     // The runs are read, and resuming removed, below `runs/`: a link there is not followed,
     // so that nothing outside DIR is taken for a run or removed as one.
     if (runs_dir.symlink_metadata()).is_ok_and(|meta| !meta.is_dir()) {
@@ -138,6 +143,12 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
             "{} holds a sweep already: --resume to finish it, --replot to tabulate it, or give a new --out",
             options.out_dir.display()
         ));
+    } else if runs_dir.symlink_metadata().is_ok() {
+        // Without a sweep's record, what `runs/` holds is not this sweep's to start over.
+        return Err(format!(
+            "{} exists, but no {PLAN_FILE} beside it: not a sweep this cdnlab wrote; give a new --out",
+            runs_dir.display()
+        ));
     }
     std::fs::create_dir_all(&runs_dir).map_err(|e| format!("{}: {e}", runs_dir.display()))?;
     let plan_path = options.out_dir.join(PLAN_FILE);
@@ -147,9 +158,9 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     // Resuming, a combination with a summary is done, unless a server failed during it; the
     // others (never started, interrupted, without a summary) run again.
     let done = |i: usize| {
-        let summary = run_dir(&runs_dir, i, &runs[i]).join("summary.json");
         options.resume
-            && read_run_file(&options.out_dir, &summary)
+            && run_summary(&options.out_dir, i, &runs[i])
+                .read(MAX_SWEEP_FILE)
                 .ok()
                 .and_then(|text| serde_json::from_str::<RunSummary>(&text).ok())
                 .is_some_and(|summary| summary.servers_ended.is_empty())
@@ -257,8 +268,15 @@ fn stop_runs(mut running: Vec<(usize, Child)>, grace: Duration) {
     }
 }
 
-fn run_dir(runs_dir: &Path, index: usize, run: &[(String, String)]) -> PathBuf {
-    runs_dir.join(format!("{index:03}-{}", grid::label(run)))
+/// The log of the run whose directory is `name`, beside it: the name with `.log` appended, not
+/// put for an extension, since a label may hold dots (`d=0.5ms`, `trace=a.log`).
+fn run_log(runs_dir: &Path, name: &str) -> PathBuf {
+    runs_dir.join(format!("{name}.log"))
+}
+
+/// Run `index`'s directory's name in `runs/`.
+fn run_name(index: usize, run: &[(String, String)]) -> String {
+    format!("{index:03}-{}", grid::label(run))
 }
 
 fn start_run(
@@ -269,8 +287,9 @@ fn start_run(
     stamp: u32,
     runs_dir: &Path,
 ) -> Result<Child, String> {
-    let dir = run_dir(runs_dir, index, run);
-    let log_path = dir.with_extension("log");
+    let name = run_name(index, run);
+    let dir = runs_dir.join(&name);
+    let log_path = run_log(runs_dir, &name);
     // A run that did not finish (resuming) runs again from nothing: `cdnlab run` writes only
     // into a new directory. Neither is followed if it is a link.
     for old in [&dir, &log_path] {
@@ -324,12 +343,12 @@ fn collect(
     let varied: Vec<String> = options.vary.iter().map(|(k, _)| k.clone()).collect();
     let mut rows = Vec::new();
     for (i, run) in runs.iter().enumerate() {
-        let path = run_dir(runs_dir, i, run).join("summary.json");
-        let Ok(text) = read_run_file(&options.out_dir, &path) else {
+        let summary = run_summary(&options.out_dir, i, run);
+        let Ok(text) = summary.read(MAX_SWEEP_FILE) else {
             continue;
         };
-        let summary: RunSummary =
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let summary: RunSummary = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: {e}", summary.path().display()))?;
         rows.extend(table::rows_of_run(&grid::label(run), run, &summary));
     }
     let csv_path = options.out_dir.join("sweep.csv");
@@ -507,6 +526,40 @@ mod tests {
         // Free, it gets as far as the plan: this one resumes nothing.
         let next = sweep(&options(dir.0.clone(), &["0ms"])).unwrap_err();
         assert!(next.contains("sweep.json"), "{next}");
+    }
+
+    /// A run's log lies beside its directory, under a name of its own, whatever dots the
+    /// run's label holds.
+    #[test]
+    fn a_runs_log_is_named_after_its_whole_directory() {
+        let runs = Path::new("out/runs");
+        for vary in [("d", "0.5ms"), ("trace", "a.log")] {
+            let name = run_name(0, &[(vary.0.into(), vary.1.into())]);
+            let log = run_log(runs, &name);
+            assert_ne!(log, runs.join(&name));
+            assert_eq!(log, runs.join(format!("000-{}={}.log", vary.0, vary.1)));
+        }
+    }
+
+    /// Without `--resume`, a directory whose `runs/` holds runs but no sweep's record is
+    /// refused: those runs are not this sweep's to start over.
+    #[test]
+    fn runs_without_a_sweeps_record_are_left_alone() {
+        let dir = crate::testing::TempDir::new("sweep-foreign-runs");
+        let run = dir.0.join("runs/000-internet_delay=0ms");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("summary.json"), "{}").unwrap();
+        let started = SweepOptions {
+            resume: false,
+            ..options(dir.0.clone(), &["0ms"])
+        };
+        let refused = sweep(&started).unwrap_err();
+        assert!(
+            refused.contains("not a sweep this cdnlab wrote"),
+            "{refused}"
+        );
+        assert!(run.join("summary.json").exists(), "removed");
+        assert!(!dir.0.join(PLAN_FILE).exists());
     }
 
     /// A sweep directory whose `runs/` is a link is refused, resumed or replotted, before
