@@ -5,6 +5,7 @@
 //! the peers' downloads came from and their stalls (each peer's summary), and the tracker's
 //! last measured dispatch (`nodes/tracker/tracker.json`).
 
+use crate::regular_file::Beneath;
 use crate::table::Table;
 use serde::Serialize;
 use serde_json::Value;
@@ -41,17 +42,24 @@ pub struct RunReport {
     pub failed_peers: usize,
 }
 
-fn read_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+/// The most bytes read of one of a run's files.
+const MAX_RUN_FILE: u64 = 64 << 20;
+
+/// A run's file `relative` to its directory `dir`, as JSON. The directory may be anyone's, so
+/// only a regular file reached through no link below it is read, and a FIFO is not waited on.
+fn read_json(dir: &Path, relative: &str) -> Result<Value, String> {
+    let file = Beneath::new(dir, relative);
+    let failed = |e: String| format!("{}: {e}", file.path().display());
+    let text = file.read(MAX_RUN_FILE).map_err(|e| failed(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| failed(e.to_string()))
 }
 
 /// Reads one run directory.
 pub fn read(dir: &Path) -> Result<RunReport, String> {
-    let summary = read_json(&dir.join("summary.json"))?;
-    let tracker = read_json(&dir.join("nodes/tracker/tracker.json"))?;
-    let usage = read_json(&dir.join("nodes/cloud/usage.json"))?;
-    let links = read_json(&dir.join("links.json"))?;
+    let summary = read_json(dir, "summary.json")?;
+    let tracker = read_json(dir, "nodes/tracker/tracker.json")?;
+    let usage = read_json(dir, "nodes/cloud/usage.json")?;
+    let links = read_json(dir, "links.json")?;
     let gateways: Vec<&str> = (tracker["gateways"].as_array().into_iter().flatten())
         .filter_map(Value::as_str)
         .collect();
@@ -154,4 +162,28 @@ pub fn table(reports: &[RunReport]) -> String {
         ]);
     }
     table.render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run directory's files are read through no link: one that points elsewhere is refused,
+    /// naming the file, and what it points at is not read.
+    #[test]
+    fn a_linked_file_in_the_run_is_refused() {
+        let dir = crate::testing::TempDir::new("p2p-report-link");
+        let tracker = dir.0.join("nodes/tracker");
+        std::fs::create_dir_all(&tracker).unwrap();
+        std::fs::write(dir.0.join("summary.json"), "{}").unwrap();
+        let elsewhere = dir.0.join("elsewhere.json");
+        std::fs::write(&elsewhere, r#"{"gateways": ["gw"]}"#).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, tracker.join("tracker.json")).unwrap();
+        let refused = read(&dir.0).unwrap_err();
+        assert!(
+            refused.contains("nodes/tracker/tracker.json: "),
+            "{refused}"
+        );
+        assert!(!refused.contains("ISP gateways"), "{refused}");
+    }
 }
