@@ -10,6 +10,11 @@
 use std::borrow::Borrow;
 use std::fmt;
 
+/// The longest name taken, in bytes. A router's Content Store counts the bodies it keeps
+/// against its capacity, not their names (so that a capacity of N objects' bytes holds N
+/// objects); bounded names keep what a client can make it hold beyond that small.
+pub const MAX_NAME_BYTES: usize = 1024;
+
 /// A validated name: `/` (the root, no components) or `/C1/C2/…` with every component
 /// non-empty and neither `.` nor `..`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -20,8 +25,14 @@ impl Name {
     /// component (`//`, or a trailing `/` after a component), a dot segment (`.`, `..`, or one
     /// spelled with `%2e`, which URL parsers resolve too, so the name fetched upstream would
     /// differ from the one cached), a query or fragment, a backslash (a `/` to URL parsers),
-    /// and control or space characters.
+    /// control or space characters, and a path longer than [`MAX_NAME_BYTES`].
     pub fn parse(path: &str) -> Result<Name, String> {
+        if path.len() > MAX_NAME_BYTES {
+            let length = path.len();
+            return Err(format!(
+                "a name of {length} bytes: at most {MAX_NAME_BYTES} are taken"
+            ));
+        }
         let fail = |why: String| Err(format!("name {path:?}: {why}"));
         let Some(rest) = path.strip_prefix('/') else {
             return fail("must start with '/'".into());
@@ -158,6 +169,11 @@ mod tests {
         }
         // `..` inside a component is just text.
         assert!(Name::parse("/a..b/..c").is_ok());
+        // The longest name is taken; one byte more is refused, without echoing it.
+        let longest = format!("/{}", "x".repeat(MAX_NAME_BYTES - 1));
+        assert!(Name::parse(&longest).is_ok());
+        let error = Name::parse(&format!("{longest}y")).unwrap_err();
+        assert_eq!(error, "a name of 1025 bytes: at most 1024 are taken");
     }
 
     #[test]
