@@ -283,8 +283,9 @@ endpoints = ["a", "nowhere"]
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
 }
 
-/// `run --out` into a directory that already holds files is refused before anything is
-/// made: root's results would mix with the old ones and follow any link planted there.
+/// `run --out` into a directory that already holds files, or an empty one others can write, is
+/// refused before anything is made: root's results would mix with the old ones and follow any
+/// link planted there.
 fn run_into_a_directory_that_holds_files_is_refused_and_touches_nothing() {
     let lab = Lab::new("t-reuse", CHAIN);
     let out_dir = lab.dir.join("out");
@@ -314,6 +315,25 @@ fn run_into_a_directory_that_holds_files_is_refused_and_touches_nothing() {
     assert_eq!(
         std::fs::read_to_string(out_dir.join("summary.json")).unwrap(),
         "old"
+    );
+    assert_eq!(leftovers(&lab.name), Vec::<String>::new());
+
+    // An empty directory that others can write is refused too: another user could plant a
+    // link there while root writes its results.
+    use std::os::unix::fs::PermissionsExt;
+    let shared = lab.dir.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let topology = lab.topology();
+    let args = ["run", topology.to_str().unwrap(), "--out"];
+    let out = run(&[&args[..], &[shared.to_str().unwrap()]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("with mode 777"), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(&shared).unwrap().count(),
+        0,
+        "written into"
     );
     assert_eq!(leftovers(&lab.name), Vec::<String>::new());
 

@@ -97,26 +97,41 @@ pub fn run(topology: Topology, options: RunOptions) -> lab::Result<summary::RunS
     Ok(summary)
 }
 
-/// Makes `out`, which must not exist yet or be an empty directory: results written as root
-/// into a directory that already holds files would mix with another run's (a summary read
-/// back as this run's) and would follow any symlink planted there. Made anew, the directory
-/// is root's, and nobody else can place anything in it.
+/// Makes `out`, which must not exist yet or be an empty directory of this user's that no one
+/// else can write: results written as root into a directory that already holds files would
+/// mix with another run's (a summary read back as this run's) and would follow any symlink
+/// planted there, as they would one that another user places there during the run. Made
+/// anew, the directory is root's, and nobody else can place anything in it.
 fn new_results_dir(out: &Path) -> std::io::Result<ResultsDir> {
+    use std::os::unix::fs::MetadataExt;
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
     match std::fs::create_dir(out) {
         Ok(()) => Ok(ResultsDir::Made(out.to_path_buf())),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let empty_dir = out.symlink_metadata()?.is_dir() && out.read_dir()?.next().is_none();
-            if empty_dir {
-                Ok(ResultsDir::WasEmpty(out.to_path_buf()))
-            } else {
-                Err(std::io::Error::new(
+            let meta = out.symlink_metadata()?;
+            if !meta.is_dir() || out.read_dir()?.next().is_some() {
+                return Err(std::io::Error::new(
                     e.kind(),
                     "already exists and is not an empty directory: a run writes its results into a new one",
-                ))
+                ));
             }
+            // SAFETY: geteuid has no preconditions.
+            let user = unsafe { libc::geteuid() };
+            if meta.uid() != user || meta.mode() & 0o022 != 0 {
+                let why = format!(
+                    "an empty directory of uid {} with mode {:o}: a run writes into one only if it is \
+                     this user's (uid {user}) and no one else can write it, or into a new one",
+                    meta.uid(),
+                    meta.mode() & 0o7777
+                );
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    why,
+                ));
+            }
+            Ok(ResultsDir::WasEmpty(out.to_path_buf()))
         }
         Err(e) => Err(e),
     }
