@@ -50,6 +50,25 @@ pub fn run(args: ComposeArgs) -> Result<(), Failure> {
             )));
         }
     }
+    // What can be refused is refused before `generate`, which issues a stack's certificates.
+    let timed = inputs.iter().any(|i| !i.topology.timeline.is_empty());
+    if args.timeline_script.is_some() && !timed {
+        return Err(usage_error(
+            "--timeline-script: none of the topologies has a timeline",
+        ));
+    }
+    for (flag, path) in [
+        ("--out", &args.out),
+        ("--timeline-script", &args.timeline_script),
+    ] {
+        let parent = path.as_deref().and_then(|p| p.parent());
+        if let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+            return Err(usage_error(format!(
+                "{flag}: {} is not a directory",
+                dir.display()
+            )));
+        }
+    }
     let target = if args.swarm {
         let lab = &inputs[0].topology.name;
         let beside = args
@@ -72,15 +91,10 @@ pub fn run(args: ComposeArgs) -> Result<(), Failure> {
         compose::Target::Compose
     };
     let generated = compose::generate(&inputs, &target).map_err(usage_error)?;
-    let script = match (&args.timeline_script, &generated.timeline_script) {
-        (Some(path), Some(script)) => Some((path, script)),
-        (Some(_), None) => {
-            return Err(usage_error(
-                "--timeline-script: none of the topologies has a timeline",
-            ))
-        }
-        (None, _) => None,
-    };
+    let script = args
+        .timeline_script
+        .as_ref()
+        .zip(generated.timeline_script.as_ref());
     // The compose file first: it stands alone, while the script only drives its containers.
     match &args.out {
         Some(path) => crate::atomic_write::write_atomically(path, generated.compose.as_bytes())
@@ -105,8 +119,39 @@ fn split_profile(spec: &str) -> (Option<&str>, &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::split_profile;
+    use super::*;
     use crate::testing::TempDir;
+
+    /// A stack that is refused for its flags is refused before its certificates are issued:
+    /// none is left behind.
+    #[test]
+    fn a_refused_stack_leaves_no_certificates() {
+        let dir = TempDir::new("compose-refused");
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let topology = concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/chain.toml");
+        let args = |out: PathBuf, timeline_script: Option<PathBuf>| ComposeArgs {
+            topologies: vec![topology.into()],
+            set: Vec::new(),
+            out: Some(out),
+            timeline_script,
+            swarm: true,
+            hosts: None,
+            certs: Some(dir.0.join("certs")),
+        };
+        let script = Some(dir.0.join("timeline.sh"));
+        let refused = |args: ComposeArgs| run(args).err().map(|f| f.message).unwrap_or_default();
+        let no_timeline = refused(args(dir.0.join("stack.yml"), script));
+        assert!(no_timeline.contains("has a timeline"), "{no_timeline}");
+        let nowhere = refused(args(dir.0.join("missing/stack.yml"), None));
+        assert!(nowhere.contains("is not a directory"), "{nowhere}");
+        assert!(!dir.0.join("certs").exists(), "certificates issued");
+        assert!(!dir.0.join("stack.yml").exists());
+        // Taken, the same stack issues them.
+        if let Err(failed) = run(args(dir.0.join("stack.yml"), None)) {
+            panic!("{}", failed.message);
+        }
+        assert!(dir.0.join("certs").is_dir() && dir.0.join("stack.yml").is_file());
+    }
 
     /// A sweep's run file, whose directory has a `=`, is a path whole; otherwise the first `=`
     /// ends the profile.
