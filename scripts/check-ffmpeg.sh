@@ -114,9 +114,10 @@ for video in video video-fmp4; do
 done
 
 # --- 2. the lab ---------------------------------------------------------------------------
-"$cdnlab" clean "$lab" >/dev/null 2>&1 || true
-lab_up=1
+# A lab of that name that is up already is not this script's: `up` refuses it, and it is left
+# alone (`cdnlab up` removes what it made if it fails).
 "$cdnlab" up "$topology" --name "$lab" --set "media_dir=$media" --set "chunks=$chunks"
+lab_up=1
 in_client() { "$cdnlab" exec --lab "$lab" client -- "$@"; }
 
 # --- 3. ffmpeg plays every policy -----------------------------------------------------------

@@ -10,17 +10,31 @@
 #
 #   scripts/fresh-machine-check.sh [WORK_DIR]      (as root; needs debootstrap, git and Docker)
 #
-# WORK_DIR (default /var/tmp/cdnlab-fresh) keeps the root filesystem between tries; the clone,
+# WORK_DIR (default /var/lib/cdnlab-fresh) keeps the root filesystem between tries; the clone,
 # the container and the image are made anew each time and removed at the end. The transcript
-# goes to WORK_DIR/transcript.log.
+# goes to WORK_DIR/transcript.log. Root runs what WORK_DIR holds with the capabilities below,
+# so it and every directory above it must be root's and writable by no one else (a directory
+# with the sticky bit, like /tmp, excepted above it).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-work=${1:-/var/tmp/cdnlab-fresh}
+work=${1:-/var/lib/cdnlab-fresh}
 toolchain=$(rustc --print sysroot)
 image=cdnlab-fresh:bookworm
 name=cdnlab-fresh-check
 
-mkdir -p "$work"
+mkdir -p -m 0700 "$work"
+work=$(realpath "$work")
+dir=$work
+while :; do
+  read -r owner mode < <(stat -c '%u %a' "$dir")
+  # Writable by its group or others, and (but for WORK_DIR itself) without the sticky bit.
+  if [ "$owner" != 0 ] || { (( 8#$mode & 8#022 )) && { [ "$dir" = "$work" ] || ! (( 8#$mode & 8#1000 )); }; }; then
+    echo "fresh-machine-check: $dir is not root's alone (owner uid $owner, mode $mode): another user could change what root runs from $work" >&2
+    exit 2
+  fi
+  [ "$dir" = / ] && break
+  dir=$(dirname "$dir")
+done
 if [ ! -x "$work/rootfs/bin/bash" ]; then
   debootstrap --variant=minbase bookworm "$work/rootfs" http://deb.debian.org/debian
 fi
