@@ -1,9 +1,14 @@
 //! What the timers of a connection served by hyper need to know: how many of its requests are
 //! in progress and since when none has been (its idle timer), and when a write last took bytes.
-//! hyper has no write timeout, so without the second a client that stops reading an answer
-//! (its window shut, its kernel still acknowledging) would hold its connection, and whatever
-//! the answer holds, for ever. Plain atomics rather than a channel: every request touches them
-//! twice, and waking a timer task per request was a measurable part of a 302's cost.
+//! hyper has no write timeout, so without the second an HTTP/1.1 client that stops reading an
+//! answer (its window shut, its kernel still acknowledging) would hold its connection, and
+//! whatever the answer holds, for ever (nginx's `send_timeout`, 60 s by default, closes such
+//! a connection likewise; here it is the idle time, 75 s, and a link down that long mid-answer
+//! loses the connection as it would with nginx). Over h2c it does not suffice: hyper's pings (every
+//! 20 s) are writes too, so a client that stops taking an answer's data but answers pings
+//! keeps its connection until shutdown. Plain atomics rather than a channel: every request
+//! touches them twice, and waking a timer task per request was a measurable part of a 302's
+//! cost.
 
 use std::io;
 use std::pin::Pin;
@@ -42,9 +47,16 @@ impl Activity {
         self.quiet_for(&self.idle_since_ns, busy, limit).await;
     }
 
-    /// Resolves once no write has taken a byte for `limit`.
+    /// Resolves once no write has taken a byte for `limit`, counted from now at the earliest:
+    /// what the connection has still to write when this is asked (an HTTP/2 GOAWAY, say) has
+    /// the whole of `limit` to go.
     pub(super) async fn stalled_for(&self, limit: Duration) {
+        self.wrote();
         self.quiet_for(&self.wrote_ns, || false, limit).await;
+    }
+
+    fn wrote(&self) {
+        self.wrote_ns.store(self.now_ns(), Ordering::Release);
     }
 
     /// Resolves once `busy` is false and `since` (an instant in ns from `start`) lies `limit`
@@ -100,8 +112,7 @@ impl<I> Timed<I> {
     fn note(&self, written: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
         if let Poll::Ready(Ok(n)) = written {
             if n > 0 {
-                let now = self.activity.now_ns();
-                self.activity.wrote_ns.store(now, Ordering::Release);
+                self.activity.wrote();
             }
         }
         written

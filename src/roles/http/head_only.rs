@@ -829,7 +829,7 @@ mod tests {
             stream.write_all(requests.as_bytes()).await.unwrap();
             tokio::time::sleep(IDLE * 3).await;
             let ended = bytes_until_closed(&mut stream, Duration::from_secs(5)).await;
-            let received = ended.expect("the connection stayed open");
+            let received = ended.unwrap_or_else(|| panic!("{path}: the connection stayed open"));
             assert!(
                 received < count * len,
                 "{path}: {received} bytes: every answer came"

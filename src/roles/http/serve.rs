@@ -260,7 +260,8 @@ where
 
 /// One connection served by hyper until it ends, shutdown comes (then at most
 /// `SHUTDOWN_GRACE` more), or it has had no request in progress for `idle` (then it ends once
-/// the answers being sent are, or once its client has taken nothing for `idle`).
+/// the answers being sent are, or once no write has taken a byte for `idle`: an HTTP/1.1
+/// client that stopped reading; see `activity` for h2c).
 async fn serve_hyper<I, H, Fut, B>(
     io: I,
     builder: &auto::Builder<TokioExecutor>,
@@ -466,7 +467,9 @@ mod tests {
         let get = b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
         let mut stalled = tokio::net::TcpStream::connect(addr).await.unwrap();
         stalled.write_all(get).await.unwrap();
-        tokio::time::sleep(idle * 2).await;
+        // Closed an idle time after the answer's head (the idle timer) and another after that
+        // (the stall), before the client reads again.
+        tokio::time::sleep(idle * 3).await;
         let ended = bytes_until_closed(&mut stalled, Duration::from_secs(5)).await;
         let taken = ended.expect("the connection stayed open");
         assert!(
