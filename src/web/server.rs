@@ -28,7 +28,7 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// Messages queued for one page's connection before it waits for the page to read.
 const QUEUED: usize = 256;
 
-/// A response body: bytes at once, or the feed for as long as the page stays.
+/// A response body: bytes at once, or the feed for as long as the page stays (and reads).
 #[derive(Debug, Default)]
 pub enum WebBody {
     #[default]
@@ -68,6 +68,13 @@ impl hyper::body::Body for WebBody {
 /// How long a page's queue may stay full before the page loses its connection: a page that
 /// stops reading must not hold one of the `MAX_FEEDS` places for ever.
 const STALL: Duration = Duration::from_secs(30);
+/// The longest the feed stays silent: after as long without a message it sends a comment line,
+/// which pages ignore. The server closes a connection whose client has taken nothing for its
+/// idle time (75 s), and cannot tell a quiet feed (a replay sent whole, a lab gone still) from
+/// a page that stopped reading.
+const QUIET: Duration = Duration::from_secs(15);
+/// What the feed sends when it has been quiet for [`QUIET`]: an event-stream comment.
+const STILL_HERE: &[u8] = b": still here\n\n";
 /// How long a page may take to read the history it is sent when it connects: two minutes, and
 /// a second more for each MB (up to `hub::MAX_HISTORY_BYTES`; a browser on the machine reads
 /// that in seconds, one across a slow `--expose`d link may not).
@@ -82,6 +89,7 @@ pub struct Site {
     /// Served on loopback only: requests must name a loopback host (see `host_allowed`).
     loopback: bool,
     stall: Duration,
+    quiet: Duration,
 }
 
 impl Site {
@@ -92,6 +100,7 @@ impl Site {
             feeds: AtomicUsize::new(0),
             loopback: local.ip().is_loopback(),
             stall: STALL,
+            quiet: QUIET,
         }
     }
 }
@@ -181,7 +190,7 @@ fn feed(site: Arc<Site>) -> Response<WebBody> {
     let following = Following(site.clone());
     let (past, mut live) = site.hub.subscribe();
     let (tx, rx) = mpsc::channel(QUEUED);
-    let stall = site.stall;
+    let (stall, quiet) = (site.stall, site.quiet);
     let within = history_within(past.iter().map(Bytes::len).sum());
     tokio::spawn(async move {
         let _following = following;
@@ -207,6 +216,7 @@ fn feed(site: Arc<Site>) -> Response<WebBody> {
                     Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return,
                 },
                 () = tx.closed() => return,
+                () = tokio::time::sleep(quiet) => Bytes::from_static(STILL_HERE),
             };
             if !send_within(&tx, message, stall).await {
                 return;
@@ -277,6 +287,31 @@ mod tests {
         }
         following(&site, 0).await;
         drop(held);
+    }
+
+    /// A feed with nothing new to send says it is still there: a connection whose client has
+    /// taken nothing for the idle time is closed as a page that stopped reading.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_quiet_feed_sends_a_comment() {
+        use http_body_util::BodyExt;
+        let mut site = Site::new(Arc::new(Hub::default()), loopback());
+        site.quiet = Duration::from_millis(50);
+        let site = Arc::new(site);
+        site.hub.publish(&serde_json::json!({"kind": "end"}));
+        let mut body = feed(site.clone()).into_body();
+        async fn next(body: &mut WebBody) -> Bytes {
+            let frame = tokio::time::timeout(Duration::from_secs(5), body.frame());
+            let frame = frame
+                .await
+                .expect("a frame within 5 s")
+                .expect("the feed goes on");
+            frame.unwrap().into_data().unwrap()
+        }
+        let history = next(&mut body).await;
+        assert!(history.starts_with(b"data: "), "{history:?}");
+        for _ in 0..2 {
+            assert_eq!(next(&mut body).await, STILL_HERE);
+        }
     }
 
     #[test]
