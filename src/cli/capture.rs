@@ -46,7 +46,7 @@ fn check_output(path: &Path) -> Result<Option<&Path>, Failure> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.is_file() || meta.file_type().is_fifo() => Ok(Some(path)),
         Ok(_) => Err(usage_error(format!(
-            "-w {}: not a regular file or FIFO (a link is not followed); name the pcap file to write",
+            "-w {}: not a regular file or FIFO (a link is not followed); name the pcap file to write, or `-w -` for standard output",
             path.display()
         ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(path)),
