@@ -4,12 +4,12 @@
 //! answer (its window shut, its kernel still acknowledging) would hold its connection, and
 //! whatever the answer holds, for ever (nginx's `send_timeout`, 60 s by default, closes such
 //! a connection likewise; here it is the idle time, 75 s, and a link down that long mid-answer
-//! loses the connection as it would with nginx). Over h2c it does not suffice: hyper's pings (every
-//! 20 s) are writes too, so a client that stops taking an answer's data but answers pings
-//! keeps its connection until shutdown. Plain atomics rather than a channel: every request
-//! touches them twice, and waking a timer task per request was a measurable part of a 302's
-//! cost.
+//! loses the connection as it would with nginx). Only writes of answers' bytes count
+//! (`answer_bytes`): over h2c, pings would keep a client that stopped reading. Plain atomics
+//! rather than a channel: every request touches them twice, and waking a timer task per
+//! request was a measurable part of a 302's cost.
 
+use super::answer_bytes::AnswerBytes;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -98,20 +98,35 @@ impl Drop for Working {
     }
 }
 
-/// A connection whose writes note in its [`Activity`] when they take bytes.
+/// A connection whose writes note in its [`Activity`] when they take bytes of an answer.
 pub(super) struct Timed<I> {
     io: I,
     activity: Arc<Activity>,
+    answer: AnswerBytes,
 }
 
 impl<I> Timed<I> {
     pub(super) fn new(io: I, activity: Arc<Activity>) -> Timed<I> {
-        Timed { io, activity }
+        Timed {
+            io,
+            activity,
+            answer: AnswerBytes::new(),
+        }
     }
 
-    fn note(&self, written: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
-        if let Poll::Ready(Ok(n)) = written {
-            if n > 0 {
+    /// Notes a write of `bufs`, of which `written` took the first bytes.
+    fn note<'a>(
+        &mut self,
+        written: Poll<io::Result<usize>>,
+        bufs: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Poll<io::Result<usize>> {
+        if let Poll::Ready(Ok(mut n)) = written {
+            let taken = bufs.into_iter().map(|buf| {
+                let part = &buf[..n.min(buf.len())];
+                n -= part.len();
+                part
+            });
+            if self.answer.carry_answer(taken) {
                 self.activity.wrote();
             }
         }
@@ -125,7 +140,12 @@ impl<I: AsyncRead + Unpin> AsyncRead for Timed<I> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.io).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = read {
+            self.answer.read(&buf.filled()[before..]);
+        }
+        read
     }
 }
 
@@ -136,7 +156,7 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Timed<I> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let written = Pin::new(&mut self.io).poll_write(cx, buf);
-        self.note(written)
+        self.note(written, [buf])
     }
 
     fn poll_write_vectored(
@@ -145,7 +165,7 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Timed<I> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let written = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        self.note(written)
+        self.note(written, bufs.iter().map(|buf| &buf[..]))
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -3,6 +3,7 @@
 //! a client's errors read.
 
 mod activity;
+mod answer_bytes;
 pub mod body;
 mod congestion;
 mod error_causes;

@@ -260,8 +260,8 @@ where
 
 /// One connection served by hyper until it ends, shutdown comes (then at most
 /// `SHUTDOWN_GRACE` more), or it has had no request in progress for `idle` (then it ends once
-/// the answers being sent are, or once no write has taken a byte for `idle`: an HTTP/1.1
-/// client that stopped reading; see `activity` for h2c).
+/// the answers being sent are, or once no write has taken a byte of them for `idle`: a client
+/// that stopped reading).
 async fn serve_hyper<I, H, Fut, B>(
     io: I,
     builder: &auto::Builder<TokioExecutor>,
@@ -501,6 +501,31 @@ mod tests {
         assert!(answer.starts_with(b"HTTP/1.1 200"));
         let body = head.map(|at| answer.len() - at - 4);
         assert_eq!(body, Some(BIG), "the slow reader's answer was cut");
+        server.abort();
+    }
+
+    /// An HTTP/2 client that stops reading its answer loses its connection though it pings
+    /// the server all along (its pings' acknowledgements are writes, but no answer's bytes).
+    #[tokio::test]
+    async fn an_http2_client_that_stops_reading_is_closed_though_it_pings() {
+        let (addr, _idle, server) = idle_test_server(Duration::from_millis(300)).await;
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut builder = hyper::client::conn::http2::Builder::new(TokioExecutor::new());
+        builder
+            .timer(TokioTimer::new())
+            .keep_alive_interval(Duration::from_millis(100))
+            .keep_alive_timeout(Duration::from_secs(5));
+        let (mut sender, connection) = builder.handshake(TokioIo::new(stream)).await.unwrap();
+        let connection = tokio::spawn(connection);
+        let get = Request::get(format!("http://{addr}/big"))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        // The answer's head, and no byte of its body read.
+        let answer = sender.send_request(get).await.unwrap();
+        assert_eq!(answer.status(), 200);
+        let ended = tokio::time::timeout(Duration::from_secs(5), connection).await;
+        assert!(ended.is_ok(), "the connection stayed open");
+        drop(answer);
         server.abort();
     }
 
