@@ -69,9 +69,9 @@ impl hyper::body::Body for WebBody {
 /// stops reading must not hold one of the `MAX_FEEDS` places for ever.
 const STALL: Duration = Duration::from_secs(30);
 /// The longest the feed stays silent: after as long without a message it sends a comment line,
-/// which pages ignore. The server closes a connection whose client has taken nothing for its
-/// idle time (75 s), and cannot tell a quiet feed (a replay sent whole, a lab gone still) from
-/// a page that stopped reading.
+/// which pages ignore. The server closes a connection whose writes carry nothing for its idle
+/// time (75 s) once that idle time has passed since the answer began, and cannot tell a quiet
+/// feed (a replay sent whole, a lab gone still) from a page that stopped reading.
 const QUIET: Duration = Duration::from_secs(15);
 /// What the feed sends when it has been quiet for [`QUIET`]: an event-stream comment.
 const STILL_HERE: &[u8] = b": still here\n\n";

@@ -1,10 +1,13 @@
 //! What the timers of a connection served by hyper need to know: how many of its requests are
-//! in progress and since when none has been (its idle timer), and when a write last took bytes.
+//! in progress and since when none has been (its idle timer), and when a write last carried
+//! bytes of an answer.
 //! hyper has no write timeout, so without the second an HTTP/1.1 client that stops reading an
 //! answer (its window shut, its kernel still acknowledging) would hold its connection, and
-//! whatever the answer holds, for ever (nginx's `send_timeout`, 60 s by default, closes such
-//! a connection likewise; here it is the idle time, 75 s, and a link down that long mid-answer
-//! loses the connection as it would with nginx). Only writes of answers' bytes count
+//! whatever the answer holds, for ever. Once the idle timer has asked for a graceful shutdown,
+//! a connection whose writes then carry nothing of an answer for another idle time is closed:
+//! a client that stops reading an answer at its head loses it after two idle times (150 s),
+//! and a link down for longer than one mid-answer can lose it too, as it would under nginx's
+//! `send_timeout` (60 s by default, counted from the last write). Only writes of answers' bytes count
 //! (`answer_bytes`): over h2c, pings would keep a client that stopped reading. Plain atomics
 //! rather than a channel: every request touches them twice, and waking a timer task per
 //! request was a measurable part of a 302's cost.
@@ -22,7 +25,8 @@ pub(super) struct Activity {
     in_progress: AtomicUsize,
     /// Nanoseconds from `start` to when the count last went to zero.
     idle_since_ns: AtomicU64,
-    /// Nanoseconds from `start` to when a write last took bytes.
+    /// Nanoseconds from `start` to when a write last carried bytes of an answer, or the stall
+    /// timer began, if later.
     wrote_ns: AtomicU64,
     start: Instant,
 }
@@ -47,7 +51,8 @@ impl Activity {
         self.quiet_for(&self.idle_since_ns, busy, limit).await;
     }
 
-    /// Resolves once no write has taken a byte for `limit`, counted from now at the earliest:
+    /// Resolves once no write has carried a byte of an answer for `limit`, counted from now at
+    /// the earliest:
     /// what the connection has still to write when this is asked (an HTTP/2 GOAWAY, say) has
     /// the whole of `limit` to go.
     pub(super) async fn stalled_for(&self, limit: Duration) {

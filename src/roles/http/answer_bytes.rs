@@ -104,8 +104,8 @@ mod tests {
     use super::*;
 
     fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
-        let len = payload.len().to_be_bytes();
-        let mut frame = vec![len[5], len[6], len[7], kind, 0, 0, 0, 0, 1];
+        let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
+        let mut frame = vec![len[1], len[2], len[3], kind, 0, 0, 0, 0, 1];
         frame.extend_from_slice(payload);
         frame
     }

@@ -455,9 +455,9 @@ mod tests {
         server.abort();
     }
 
-    /// A client that stops reading its answer loses its connection once it has taken nothing
-    /// for the idle time (hyper would wait for ever to finish the answer): the rest of the
-    /// answer never comes. One that takes it slowly, for several idle times, gets all of it.
+    /// A client that stops reading its answer loses its connection once the idle time has
+    /// passed and then another without its taking anything (hyper would wait for ever to
+    /// finish the answer): the rest of the answer never comes. One that takes it slowly, for several idle times, gets all of it.
     #[tokio::test]
     async fn a_client_that_stops_reading_is_closed_and_a_slow_one_served() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
