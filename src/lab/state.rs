@@ -371,13 +371,10 @@ const MAX_STATE: u64 = 64 << 20;
 /// says (namespaces, interfaces, pids, commands), so only what root wrote may say it. One that
 /// does not exist is left to the read, which names it.
 fn check_private(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::symlink_metadata(dir) else {
         return Ok(());
     };
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    if !meta.is_dir() || meta.uid() != euid || meta.mode() & 0o022 != 0 {
+    if !super::sys::private_dir(&meta) {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(

@@ -228,6 +228,15 @@ pub fn signal_group(pid: i32, signal: i32) {
     }
 }
 
+/// Whether `meta` is of a directory of this user's that no one else can write: root may act
+/// on what such a directory holds, since no other user can have placed it there.
+pub fn private_dir(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    meta.is_dir() && meta.uid() == euid && meta.mode() & 0o022 == 0
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() == 0 }

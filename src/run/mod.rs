@@ -117,12 +117,10 @@ fn new_results_dir(out: &Path) -> std::io::Result<ResultsDir> {
                     "already exists and is not an empty directory: a run writes its results into a new one",
                 ));
             }
-            // SAFETY: geteuid has no preconditions.
-            let user = unsafe { libc::geteuid() };
-            if meta.uid() != user || meta.mode() & 0o022 != 0 {
+            if !lab::sys::private_dir(&meta) {
                 let why = format!(
                     "an empty directory of uid {} with mode {:o}: a run writes into one only if it is \
-                     this user's (uid {user}) and no one else can write it, or into a new one",
+                     this user's and no one else can write it, or into a new one",
                     meta.uid(),
                     meta.mode() & 0o7777
                 );
