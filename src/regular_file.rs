@@ -12,6 +12,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+/// The most bytes read of one of a run's or a sweep's own files (`summary.json`,
+/// `topology.json`, `links.json`, a node's JSON), read back from a directory anyone may hand in.
+pub const MAX_RUN_FILE: u64 = 64 << 20;
+
 /// A file below a directory taken as named: opened through no symlink below it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Beneath {

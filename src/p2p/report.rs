@@ -5,7 +5,7 @@
 //! the peers' downloads came from and their stalls (each peer's summary), and the tracker's
 //! last measured dispatch (`nodes/tracker/tracker.json`).
 
-use crate::regular_file::Beneath;
+use crate::regular_file::{Beneath, MAX_RUN_FILE};
 use crate::table::Table;
 use serde::Serialize;
 use serde_json::Value;
@@ -41,9 +41,6 @@ pub struct RunReport {
     pub peers: usize,
     pub failed_peers: usize,
 }
-
-/// The most bytes read of one of a run's files.
-const MAX_RUN_FILE: u64 = 64 << 20;
 
 /// A run's file `relative` to its directory `dir`, as JSON. The directory may be anyone's, so
 /// only a regular file reached through no link below it is read, and a FIFO is not waited on.

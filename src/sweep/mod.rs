@@ -6,7 +6,7 @@ pub mod plot;
 pub mod table;
 
 use crate::lab::file_lock::FileLock;
-use crate::regular_file::Beneath;
+use crate::regular_file::{Beneath, MAX_RUN_FILE};
 use crate::run::summary::RunSummary;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -45,9 +45,6 @@ pub const PLAN_FILE: &str = "sweep.json";
 /// The lock a sweep holds on its directory while it runs.
 const LOCK_FILE: &str = "sweep.lock";
 
-/// The most bytes read of a sweep's own files (`sweep.json`, a run's `summary.json`).
-const MAX_SWEEP_FILE: u64 = 64 << 20;
-
 /// The directory below a sweep's that holds its runs.
 const RUNS_DIR: &str = "runs";
 
@@ -77,7 +74,7 @@ fn plan(options: &SweepOptions) -> serde_json::Value {
 /// For `--resume`: the sweep in `out_dir` must be this one; names what differs if not.
 fn check_resumable(options: &SweepOptions) -> Result<(), String> {
     let plan_file = Beneath::new(&options.out_dir, PLAN_FILE);
-    let text = plan_file.read(MAX_SWEEP_FILE).map_err(|e| {
+    let text = plan_file.read(MAX_RUN_FILE).map_err(|e| {
         format!(
             "--resume {}: cannot read its {PLAN_FILE} ({e}): not a sweep directory this cdnlab wrote",
             options.out_dir.display()
@@ -160,7 +157,7 @@ pub fn sweep(options: &SweepOptions) -> Result<String, String> {
     let done = |i: usize| {
         options.resume
             && run_summary(&options.out_dir, i, &runs[i])
-                .read(MAX_SWEEP_FILE)
+                .read(MAX_RUN_FILE)
                 .ok()
                 .and_then(|text| serde_json::from_str::<RunSummary>(&text).ok())
                 .is_some_and(|summary| summary.servers_ended.is_empty())
@@ -344,7 +341,7 @@ fn collect(
     let mut rows = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let summary = run_summary(&options.out_dir, i, run);
-        let Ok(text) = summary.read(MAX_SWEEP_FILE) else {
+        let Ok(text) = summary.read(MAX_RUN_FILE) else {
             continue;
         };
         let summary: RunSummary = serde_json::from_str(&text)

@@ -164,12 +164,10 @@ pub fn follow_lab(lab: &str, hub: &Hub, follow: &Follow) -> Result<(), String> {
     }
 }
 
-/// The most bytes `replay` reads of a run's `topology.json` or `links.json`.
-const MAX_RUN_FILE: u64 = 64 << 20;
-
 /// A run's file as text: a regular file of at most `MAX_RUN_FILE` bytes.
 fn read_run_file(path: &Path) -> Result<String, String> {
-    crate::regular_file::read_regular(path, MAX_RUN_FILE).map_err(|e| e.to_string())
+    use crate::regular_file::{read_regular, MAX_RUN_FILE};
+    read_regular(path, MAX_RUN_FILE).map_err(|e| e.to_string())
 }
 
 /// Publishes everything a finished run's directory holds, then `end`.

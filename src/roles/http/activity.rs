@@ -7,10 +7,10 @@
 //! a connection whose writes then carry nothing of an answer for another idle time is closed:
 //! a client that stops reading an answer at its head loses it after two idle times (150 s),
 //! and a link down for longer than one mid-answer can lose it too, as it would under nginx's
-//! `send_timeout` (60 s by default, counted from the last write). Only writes of answers' bytes count
-//! (`answer_bytes`): over h2c, pings would keep a client that stopped reading. Plain atomics
-//! rather than a channel: every request touches them twice, and waking a timer task per
-//! request was a measurable part of a 302's cost.
+//! `send_timeout` (60 s by default, counted from the last write). Only writes of answers'
+//! bytes count (`answer_bytes`): over h2c, pings would keep a client that stopped reading.
+//! Plain atomics rather than a channel: every request touches them twice, and waking a timer
+//! task per request was a measurable part of a 302's cost.
 
 use super::answer_bytes::AnswerBytes;
 use std::io;
